@@ -1,0 +1,108 @@
+"""The demo site: a plain Django project that mounts craft_apps.
+
+Everything a deployment changes comes from the environment, so the same settings serve the
+README's demo, the tests and a real host:
+
+- ``DJANGO_SECRET_KEY``, ``DJANGO_DEBUG``, ``DJANGO_ALLOWED_HOSTS`` (comma separated);
+- ``DATABASE_URL``-style settings: ``DJANGO_DB_ENGINE`` (default sqlite3), ``DJANGO_DB_NAME``,
+  ``DJANGO_DB_HOST``, ``DJANGO_DB_PORT``, ``DJANGO_DB_USER``, ``DJANGO_DB_PASSWORD``;
+- ``CRAFT_APPS_REDIS_URL``: when set, the ``craft_apps`` cache alias the poller coordinates
+  through (its own URL, see the README);
+- every ``CRAFT_APPS_*`` variable craft_apps reads itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "demo-only-not-secret")
+DEBUG = os.environ.get("DJANGO_DEBUG", "false").strip().lower() in {"1", "true", "yes", "on"}
+ALLOWED_HOSTS = [
+    host.strip() for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1").split(",")
+]
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "craft_apps",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},
+    }
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends." + os.environ.get("DJANGO_DB_ENGINE", "sqlite3"),
+        "NAME": os.environ.get("DJANGO_DB_NAME", str(BASE_DIR / "var" / "demo.sqlite3")),
+        "HOST": os.environ.get("DJANGO_DB_HOST", ""),
+        "PORT": os.environ.get("DJANGO_DB_PORT", ""),
+        "USER": os.environ.get("DJANGO_DB_USER", ""),
+        "PASSWORD": os.environ.get("DJANGO_DB_PASSWORD", ""),
+    }
+}
+
+CACHES: dict[str, dict[str, object]] = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+}
+if os.environ.get("CRAFT_APPS_REDIS_URL"):
+    # The poller's own alias. django-redis keeps one connection pool per URL, so this URL must
+    # differ from every other alias's (client_name does that) to get the small pool with
+    # timeouts below instead of sharing the site's pool.
+    CACHES["craft_apps"] = {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": os.environ["CRAFT_APPS_REDIS_URL"],
+        "OPTIONS": {
+            "CLIENT_CLASS": "django_redis.client.DefaultClient",
+            "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 30},
+            "SOCKET_CONNECT_TIMEOUT": 3,
+            "SOCKET_TIMEOUT": 5,
+        },
+    }
+
+STATIC_URL = "static/"
+USE_TZ = True
+TIME_ZONE = "UTC"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Craft Apps release info",
+    "DESCRIPTION": "The latest release of every Craft App, for ArtCraft Launcher.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+}

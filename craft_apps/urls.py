@@ -1,0 +1,9 @@
+from django.urls import path
+
+from craft_apps.views import ReleaseInfoView
+
+app_name = "craft_apps"
+
+urlpatterns = [
+    path("v1/craft_apps/release_info", ReleaseInfoView.as_view(), name="release_info"),
+]
