@@ -7,4 +7,5 @@ class CraftAppsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from craft_apps import checks  # noqa: F401  (registers the system checks)
+        # Registers the system checks and the OpenAPI extensions.
+        from craft_apps import checks, schema  # noqa: F401

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 
 from craft_apps.domain import AppSpec
+from craft_apps.lease import LeaseTiming
 
 T = TypeVar("T")
 
@@ -29,6 +30,8 @@ DEFAULT_GITHUB_API_URL = "https://api.github.com"
 DEFAULT_GITHUB_WEB_URL = "https://github.com"
 DEFAULT_REDIS_ALIAS = "craft_apps"
 DEFAULT_REDIS_KEY_PREFIX = "craftApps:releases:"
+DEFAULT_LEASE_TTL_SECS = 30.0
+DEFAULT_LEASE_RETRY_SECS = 2.0
 
 DEFAULT_APPS: tuple[AppSpec, ...] = (
     AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
@@ -59,6 +62,8 @@ ENV_VARS: dict[str, str | None] = {
     "STATE_DIR": "CRAFT_APPS_STATE_DIR",
     "REDIS_ALIAS": "CRAFT_APPS_REDIS_ALIAS",
     "REDIS_KEY_PREFIX": "CRAFT_APPS_RELEASE_REDIS_KEY_PREFIX",
+    "LEASE_TTL_SECS": "CRAFT_APPS_LEASE_TTL_SECS",
+    "LEASE_RETRY_SECS": "CRAFT_APPS_LEASE_RETRY_SECS",
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -146,6 +151,31 @@ def _int(key: str, default: int) -> Resolved[int]:
             ],
         )
     return Resolved(number)
+
+
+def _seconds(key: str, default: float) -> Resolved[float]:
+    raw = _raw(key)
+    if raw is None:
+        return Resolved(default)
+    value, source = raw
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        seconds = float(str(value).strip())
+        if not seconds > 0:
+            raise ValueError
+    except ValueError:
+        return Resolved(
+            default,
+            [
+                Problem(
+                    "craft_apps.E001",
+                    f"{source} is {value!r}, which is not a positive number of seconds; using {default}.",
+                    f"Set {describe(key)} to a positive number.",
+                )
+            ],
+        )
+    return Resolved(seconds)
 
 
 def _text(key: str, default: str) -> Resolved[str]:
@@ -374,6 +404,29 @@ class CraftAppsSettings:
     def REDIS_KEY_PREFIX(self) -> str:
         return self.redis_key_prefix_resolved().value
 
+    def lease_timing_resolved(self) -> Resolved[LeaseTiming]:
+        """The lease's TTL and retry; the defaults when they don't satisfy ``LeaseTiming``'s rule."""
+        ttl = _seconds("LEASE_TTL_SECS", DEFAULT_LEASE_TTL_SECS)
+        retry = _seconds("LEASE_RETRY_SECS", DEFAULT_LEASE_RETRY_SECS)
+        problems = ttl.problems + retry.problems
+        try:
+            timing = LeaseTiming(ttl_ms=round(ttl.value * 1000), retry_ms=round(retry.value * 1000))
+        except ValueError as err:
+            problems.append(
+                Problem(
+                    "craft_apps.E001",
+                    f"{describe('LEASE_TTL_SECS')} and {describe('LEASE_RETRY_SECS')}: {err}; "
+                    "using the defaults.",
+                    "Make the TTL at least twice the retry (the defaults are 30 and 2).",
+                )
+            )
+            timing = LeaseTiming()
+        return Resolved(timing, problems)
+
+    @property
+    def LEASE_TIMING(self) -> LeaseTiming:
+        return self.lease_timing_resolved().value
+
     def resolvers(self) -> list[Callable[[], Resolved[Any]]]:
         """Every setting's resolver, for the system checks."""
         return [
@@ -387,6 +440,7 @@ class CraftAppsSettings:
             self.state_dir_resolved,
             self.redis_alias_resolved,
             self.redis_key_prefix_resolved,
+            self.lease_timing_resolved,
         ]
 
     def unknown_keys(self) -> list[str]:

@@ -1,0 +1,116 @@
+"""``python manage.py poll_craft_releases``: keeps this host's release state fresh until stopped.
+
+The first SIGTERM or SIGINT lets the request in flight finish (for at most ``GRACE_S``) and exits
+0; a second exits at once. ``--once`` runs one round without the start-up delay and exits.
+Configuration errors stop it with a message naming the setting, before anything else happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from craft_apps.checks import configuration_problems
+from craft_apps.conf import app_settings
+from craft_apps.runner import EXIT_OK, PollerRunner, RunnerOptions
+
+logger = logging.getLogger("craft_apps")
+
+GRACE_S = 1.5  # the request in flight may finish this long after the first stop signal
+EXIT_INTERRUPTED = 130
+
+_LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
+
+
+class Command(BaseCommand):
+    help = "Polls GitHub for the latest release of every Craft App and publishes it to this host."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--once", action="store_true", help="Run one round now (no start-up delay) and exit."
+        )
+        parser.add_argument(
+            "--no-startup-delay",
+            action="store_true",
+            help="Start the first round at once instead of after a random 0-30 s "
+            "(the delay spreads a fleet deploy; a single host doesn't need it).",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        _configure_logging(int(options.get("verbosity", 1)))
+        errors = [problem for problem in configuration_problems() if problem.is_error]
+        for problem in configuration_problems():
+            if not problem.is_error:
+                logger.warning("%s %s %s", problem.id, problem.msg, problem.hint)
+        if errors:
+            raise CommandError(
+                "; ".join(f"{problem.id} {problem.msg} {problem.hint}" for problem in errors)
+            )
+        if not app_settings.POLLING_ENABLED:
+            logger.info(
+                "Craft app release polling is disabled "
+                "(CRAFT_APPS['POLLING_ENABLED'] / CRAFT_APPS_RELEASE_POLLING_ENABLED); exiting."
+            )
+            return
+        runner = PollerRunner(
+            options=RunnerOptions(
+                once=bool(options["once"]), startup_delay=not options["no_startup_delay"]
+            )
+        )
+        _install_signal_handlers(runner)
+        status = runner.run()
+        if status != EXIT_OK:
+            raise CommandError(f"the poller stopped with status {status}; see the log above.")
+
+
+def _configure_logging(verbosity: int) -> None:
+    """Verbosity 0-3 to levels; at 3 every library logs at debug too."""
+    level = _LEVELS.get(verbosity, logging.DEBUG)
+    logger.setLevel(level)
+    if verbosity >= 3:
+        logging.getLogger().setLevel(logging.DEBUG)
+    if not logging.getLogger().handlers and not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+def _install_signal_handlers(runner: PollerRunner) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if runner.stop.is_set():
+            logger.warning("Second %s: exiting now.", signal.Signals(signum).name)
+            # This handler runs on the main thread, which may hold the lease's lock: release it
+            # from another thread and don't wait long for it.
+            releasing = threading.Thread(target=_release_and_exit, args=(runner, EXIT_INTERRUPTED))
+            releasing.daemon = True
+            releasing.start()
+            releasing.join(0.5)
+            os._exit(EXIT_INTERRUPTED)
+        logger.info(
+            "%s: stopping after the request in flight (a second signal exits at once).",
+            signal.Signals(signum).name,
+        )
+        runner.stop.set()
+        watchdog = threading.Timer(GRACE_S, _release_and_exit, args=(runner, EXIT_OK))
+        watchdog.daemon = True
+        watchdog.start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+
+def _release_and_exit(runner: PollerRunner, status: int) -> None:
+    """Ends the process without waiting for the request in flight. SQLite transactions are
+    atomic, so an interrupted write is simply not there; the lease is expired in place first so
+    a standby takes over at once."""
+    if runner.lease is not None:
+        runner.lease.release()
+    logging.shutdown()
+    os._exit(status)

@@ -1,0 +1,109 @@
+"""When to ask GitHub: per-app freshness, retries after failures, and the backoff after a round.
+
+Pure functions of what is known (times in Unix ms, a random number passed in), so the same rules
+apply whether a host works from the fleet's state in Redis or alone from its own, and tests run
+them on any clock. The invariants: an app is never asked about while fresh (a fetch time in the
+future counts as fresh), a failing app never every tick, and GitHub never while backing off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from craft_apps.domain import AppState, Backoff
+
+TICK_MS = 30_000  # every host looks at the state this often, with TICK_JITTER
+TICK_JITTER = 0.1
+STARTUP_DELAY_MAX_MS = 30_000  # a fleet deploy's first rounds are spread over this window
+BETWEEN_REQUESTS_MS = 1_000
+# Clocks differ between hosts: a fetch counts as fresh until interval - margin has passed.
+CLOCK_SKEW_MARGIN_MS = 30_000
+FIRST_FAILURE_RETRY_MS = 60_000  # doubles after each failure, up to the interval
+RESET_MARGIN_MS = 60_000  # waited beyond GitHub's announced rate-limit reset
+WAIT_JITTER = 0.1
+_MAX_DOUBLINGS = 16
+
+
+@dataclass
+class RoundResult:
+    """What one round's requests ended in."""
+
+    fetched: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    rate_limited: bool = False
+    retry_at_ms: int | None = None  # when GitHub said to come back, if it did
+
+    def requests(self) -> int:
+        """Requests that reached a conclusion (a rate limit counts as one)."""
+        return self.fetched + self.unchanged + self.failed + int(self.rate_limited)
+
+
+def is_due(state: AppState, now_ms: int, interval_ms: int) -> bool:
+    """Whether to ask GitHub about an app now.
+
+    Due once its last fetch (by any host) is ``interval - margin`` old. A failing app waits 1, 2,
+    4, ... minutes (never more than the interval), each less the margin.
+    """
+    if state.fetched_ms is not None and age_ms(state.fetched_ms, now_ms) < max(
+        0, interval_ms - CLOCK_SKEW_MARGIN_MS
+    ):
+        return False
+    if state.is_failing() and state.failed_ms is not None:
+        retry_ms = min(scaled(FIRST_FAILURE_RETRY_MS, state.failures), interval_ms)
+        if age_ms(state.failed_ms, now_ms) < max(0, retry_ms - CLOCK_SKEW_MARGIN_MS):
+            return False
+    return True
+
+
+def backoff_after(
+    round_result: RoundResult,
+    previous: Backoff,
+    now_ms: int,
+    *,
+    interval_ms: int,
+    max_backoff_ms: int,
+    random_value: float,
+) -> Backoff:
+    """The backoff after a round that made requests; a good round clears it.
+
+    A rate limit waits until the announced reset plus a margin or ``interval x 2^(n-1)``,
+    whichever is longer, capped at the maximum backoff. A round where every request failed waits
+    ``1 min x 2^(n-1)``, capped at the interval. ``n`` counts such rounds in a row.
+    """
+    if round_result.rate_limited:
+        trouble = previous.trouble + 1
+        until_reset = 0
+        if round_result.retry_at_ms is not None:
+            until_reset = max(0, round_result.retry_at_ms - now_ms) + RESET_MARGIN_MS
+        wait = min(max(until_reset, scaled(interval_ms, trouble)), max_backoff_ms)
+    elif round_result.failed > 0 and round_result.fetched == 0 and round_result.unchanged == 0:
+        trouble = previous.trouble + 1
+        wait = min(scaled(FIRST_FAILURE_RETRY_MS, trouble), interval_ms)
+    else:
+        return Backoff()
+    return Backoff(until_ms=now_ms + jittered(wait, WAIT_JITTER, random_value), trouble=trouble)
+
+
+def jittered(base_ms: int, fraction: float, random_value: float) -> int:
+    """``base`` +/- ``fraction``, from a uniform ``random_value`` in [0, 1); never negative."""
+    factor = 1.0 + fraction * (random_value * 2.0 - 1.0)
+    return max(0, round(base_ms * factor))
+
+
+def scaled(base_ms: int, n: int) -> int:
+    """``base x 2^(n-1)``, the exponent bounded so it can't overflow anything downstream."""
+    return base_ms * (1 << min(max(n - 1, 0), _MAX_DOUBLINGS))
+
+
+def age_ms(then_ms: int, now_ms: int) -> int:
+    """How long ago ``then`` was; zero when it lies in the future (a clock running ahead)."""
+    return max(0, now_ms - then_ms)
+
+
+def tick_delay_ms(random_value: float) -> int:
+    return jittered(TICK_MS, TICK_JITTER, random_value)
+
+
+def startup_delay_ms(random_value: float) -> int:
+    return round(STARTUP_DELAY_MAX_MS * random_value)
