@@ -79,13 +79,15 @@ def host(state_dir: Path, fake_clock: FakeClock) -> Host:
 def test_a_first_round_fetches_every_app_and_publishes_it(host: Host):
     for app in APPS:
         responses.get(url(app), json=release_json(app), headers={"ETag": f'"{app.key}-1"'})
+    started_ms = host.clock.now_ms()
     report = host.poller.tick()
     assert report.mode is PollMode.STANDALONE
     assert (report.round.fetched, report.round.unchanged, report.round.failed) == (2, 0, 0)
     saved = host.saved("photocraft")
     assert saved.latest_release is not None and saved.latest_release.tag == "v0.5.0"
     assert saved.etag == '"photocraft-1"'
-    assert saved.fetched_ms == host.clock.now_ms()
+    assert saved.fetched_ms == started_ms
+    assert host.saved("artcraft-launcher").fetched_ms == started_ms + 1000
     assert len(saved.latest_release.assets) == 13
 
 
@@ -101,11 +103,13 @@ def test_requests_go_one_at_a_time_with_a_second_between_them(host: Host):
 def test_fresh_apps_are_not_asked_about_again_until_the_interval_minus_the_margin(host: Host):
     for app in APPS:
         responses.get(url(app), json=release_json(app), headers={"ETag": '"e"'})
-    host.poller.tick()
-    host.clock.advance(1769)
+    host.poller.tick()  # photocraft at T, the launcher at T + 1 s
+    host.clock.advance(1768)  # T + 1769 s: 1770 s is the interval less the margin
     assert host.poller.tick().round.requests() == 0
     host.clock.advance(1)
-    assert host.poller.tick().round.requests() == 2
+    assert host.poller.tick().round.fetched == 1
+    host.clock.advance(1)
+    assert host.poller.tick().round.fetched == 1
 
 
 @responses.activate
@@ -119,12 +123,13 @@ def test_a_304_keeps_the_release_and_moves_only_the_fetch_time(host: Host):
         responses.GET, url(app), status=304, match=[matchers.header_matcher({"If-None-Match": '"v1"'})]
     )
     host.clock.advance(1800)
+    asked_ms = host.clock.now_ms()
     report = host.poller.tick()
     assert report.round.unchanged == 1
     after = host.saved("photocraft")
     assert after.latest_release == before.latest_release
     assert after.etag == '"v1"'
-    assert after.fetched_ms == host.clock.now_ms()
+    assert after.fetched_ms == asked_ms
 
 
 @responses.activate
@@ -134,7 +139,7 @@ def test_a_repository_without_a_release_counts_as_fetched(host: Host):
     host.poller.tick()
     saved = host.saved("artcraft-launcher")
     assert saved.latest_release is None
-    assert saved.fetched_ms == host.clock.now_ms()
+    assert saved.fetched_ms == host.clock.now_ms()  # the second request, after the 1 s pause
 
 
 @responses.activate
@@ -146,6 +151,7 @@ def test_an_answer_that_fails_to_parse_keeps_the_previous_release_untouched(host
     host.clock.advance(1800)
     responses.replace(responses.GET, url(APPS[0]), body=b"<html>oops</html>", status=200)
     responses.replace(responses.GET, url(APPS[1]), status=304)
+    asked_ms = host.clock.now_ms()
     report = host.poller.tick()
     assert report.round.failed == 1
     after = host.saved("photocraft")
@@ -154,8 +160,17 @@ def test_an_answer_that_fails_to_parse_keeps_the_previous_release_untouched(host
         before.etag,
         before.fetched_ms,
     )
-    assert after.failed_ms == host.clock.now_ms()
+    assert after.failed_ms == asked_ms
     assert after.failures == 1
+
+
+def seconds_until_next_request(host: Host) -> int:
+    waited = 0
+    while host.poller.tick().round.requests() == 0:
+        host.clock.advance(1)
+        waited += 1
+        assert waited < 3600
+    return waited
 
 
 @responses.activate
@@ -163,17 +178,20 @@ def test_a_failing_repository_is_retried_after_1_2_and_4_minutes(state_dir: Path
     single = Host(state_dir, fake_clock, apps=APPS[:1])
     responses.get(url(APPS[0]), status=502)
     assert single.poller.tick().round.failed == 1
-    waits = []
-    for _ in range(3):
-        waited = 0
-        while single.poller.tick().round.requests() == 0:
-            single.clock.advance(1)
-            waited += 1
-            assert waited < 3600
-        waits.append(waited)
-    # Retries come 60, 120, 240 s after each failure, less the 30 s margin.
-    assert waits == [30, 90, 210]
+    # Alone, each round fails entirely: the host backs off 1, 2, 4 minutes.
+    assert [seconds_until_next_request(single) for _ in range(3)] == [60, 120, 240]
     assert single.saved("photocraft").failures == 4
+
+
+@responses.activate
+def test_beside_healthy_apps_a_failing_one_waits_1_2_4_minutes_less_the_margin(host: Host):
+    responses.get(url(APPS[0]), status=502)
+    responses.get(url(APPS[1]), json=release_json(APPS[1]))
+    host.poller.tick()
+    assert host.poller.backoff == Backoff(), "the round wasn't a total failure"
+    # 30, 90, 210 s after each failure; the first is counted from the round's end, 1 s later.
+    assert [seconds_until_next_request(host) for _ in range(3)] == [29, 90, 210]
+    assert host.saved("photocraft").failures == 4
 
 
 @responses.activate
