@@ -125,6 +125,11 @@ class StateStore:
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
 
+    def file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the file, None when missing: with ``version()`` it tells a
+        recreated file (whose counter starts again) from the one a cache was built on."""
+        return self._file_id()
+
     def read(self) -> StateSnapshot:
         """Everything in one consistent snapshot. Raises StateUnavailable."""
         db = self._connection(writable=False)
