@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from craft_apps.clock import Clock
 from craft_apps.domain import AppSpec, AppState, Backoff, Release
@@ -33,11 +34,10 @@ from craft_apps.timefmt import format_ms
 logger = logging.getLogger(__name__)
 
 
-class ReleaseSource:
+class ReleaseSource(Protocol):
     """What the poller needs from GitHub (``craft_apps.github.GitHubClient`` in production)."""
 
-    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome:
-        raise NotImplementedError
+    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome: ...
 
 
 @dataclass(frozen=True)

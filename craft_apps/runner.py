@@ -115,8 +115,7 @@ class PollerRunner:
         holder = current[0] if current else "another process"
         if self.options.once:
             logger.warning(
-                "Craft app releases: another poller (%s) is active for this state directory; "
-                "not polling.",
+                "Craft app releases: another poller (%s) is active for this state directory; not polling.",
                 holder,
             )
             return False

@@ -20,14 +20,14 @@ _DESCRIPTIONS = {
 }
 
 
-class _EnumFieldExtension(OpenApiSerializerFieldExtension):
+class _EnumFieldExtension(OpenApiSerializerFieldExtension):  # type: ignore[no-untyped-call]
     target_class = "craft_apps.serializers.EnumField"
     match_subclasses = True
 
     def map_serializer_field(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
         field: EnumField = self.target
         name = field.enum.__name__
-        component = ResolvedComponent(
+        component = ResolvedComponent(  # type: ignore[no-untyped-call]
             name=name,
             type=ResolvedComponent.SCHEMA,
             object=name,

@@ -157,7 +157,5 @@ class GetCraftAppsReleaseInfoResponseSerializer(serializers.Serializer):  # type
     success = serializers.BooleanField()
     release_info = CraftAppsReleaseInfoSerializer()
     app_renames = CraftAppRenameSerializer(many=True, help_text="Apps that changed their name.")
-    repo_renames = CraftAppRepoRenameSerializer(
-        many=True, help_text="Apps whose GitHub repository moved."
-    )
+    repo_renames = CraftAppRepoRenameSerializer(many=True, help_text="Apps whose GitHub repository moved.")
     important_notices = CraftAppsImportantNoticesSerializer()

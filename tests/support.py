@@ -42,7 +42,7 @@ def release(version: str = "0.5.0", app: str = "photocraft", repo: str = "storyt
                 f"{app}-{version}-windows-x64.msi",
                 AssetPlatform(CraftAppOs.WINDOWS, CraftAppArch.X64, CraftAppPackageType.MSI),
             ),
-            asset(f"SHA256SUMS.txt", None, sha=None),
+            asset("SHA256SUMS.txt", None, sha=None),
         ),
     )
 

@@ -31,7 +31,7 @@ def clean_environment(monkeypatch, tmp_path: Path):
     monkeypatch.setenv("CRAFT_APPS_STATE_DIR", str(tmp_path / "state"))
 
 
-def ids(**craft_apps) -> list[str]:
+def ids(**craft_apps) -> list[str | None]:
     with override_settings(CRAFT_APPS=craft_apps):
         return [message.id for message in check_settings()]
 
@@ -135,7 +135,9 @@ def test_e003_a_redis_alias_that_is_not_django_redis():
 
 def test_w005_a_redis_alias_without_timeouts():
     alias = {**REDIS_ALIAS, "OPTIONS": {}}
-    with override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}, "craft_apps": alias}):
+    with override_settings(
+        CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}, "craft_apps": alias}
+    ):
         found = ids()
     assert found and set(found) == {"craft_apps.W005"}
 
@@ -153,6 +155,9 @@ def test_a_well_configured_redis_alias_has_no_problems():
 
 
 def test_with_coordination_off_the_redis_alias_is_not_checked():
-    caches = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}, "craft_apps": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    caches = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "craft_apps": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    }
     with override_settings(CACHES=caches):
         assert ids(COORDINATION_ENABLED=False) == []

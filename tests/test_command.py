@@ -75,7 +75,9 @@ class Poller:
 
     def wait_for(self, text: str, timeout: float = 20) -> float:
         """Seconds until `text` appears in the output."""
-        return wait_until(lambda: text in self.output(), timeout, f"{text!r} in {self.log.name}: {self.output()}")
+        return wait_until(
+            lambda: text in self.output(), timeout, f"{text!r} in {self.log.name}: {self.output()}"
+        )
 
     def finish(self, timeout: float = 20) -> int:
         try:
@@ -105,7 +107,8 @@ def lease_row(state_dir: Path) -> tuple[str, int, int]:
     finally:
         db.close()
     assert row is not None
-    return row
+    holder, fence, expires_ms = row
+    return str(holder), int(fence), int(expires_ms)
 
 
 @pytest.fixture
@@ -161,7 +164,7 @@ def test_a_restart_revalidates_with_if_none_match(pollers, github: FakeGitHub, p
     db.close()
     assert pollers("--once").finish() == 0
     assert [r.status for r in github.requests] == [304, 304]
-    assert all(r.header("If-None-Match") == github.etag_of(r.repo) for r in github.requests)
+    assert all(r.header("If-None-Match") == github.etag_of(str(r.repo)) for r in github.requests)
 
 
 def test_two_processes_racing_for_a_cold_lease_poll_once(pollers, github: FakeGitHub):
@@ -170,7 +173,7 @@ def test_two_processes_racing_for_a_cold_lease_poll_once(pollers, github: FakeGi
     outputs = [racer.output() for racer in racers]
     assert sum("this poller is active" in out for out in outputs) == 1, outputs
     assert sum("another poller" in out for out in outputs) == 1, outputs
-    assert sorted(r.repo for r in github.requests) == sorted(app.repo for app in APPS)
+    assert sorted(str(r.repo) for r in github.requests) == sorted(app.repo for app in APPS)
 
 
 def test_sigterm_exits_0_quickly_and_a_standby_takes_over_within_seconds(pollers, state_dir: Path):
@@ -245,21 +248,31 @@ def test_the_example_supervisord_configuration_runs_and_stops_the_poller(
 ):
     supervisor_dir = tmp_path / "supervisor"
     supervisor_dir.mkdir()
-    env = {**poller_env, "CRAFT_APPS_SUPERVISOR_DIR": str(supervisor_dir), "CRAFT_APPS_PYTHON": sys.executable}
-    bin_dir = Path(sys.executable).parent
+    env = {
+        **poller_env,
+        "CRAFT_APPS_SUPERVISOR_DIR": str(supervisor_dir),
+        "CRAFT_APPS_PYTHON": sys.executable,
+    }
+    bin_dir = str(Path(sys.executable).parent)
     conf = ROOT / "config" / "supervisord.conf"
-    supervisord = subprocess.Popen([bin_dir / "supervisord", "-c", conf], cwd=ROOT, env=env)
-    ctl = [bin_dir / "supervisorctl", "-c", conf]
+    supervisord = subprocess.Popen([f"{bin_dir}/supervisord", "-c", str(conf)], cwd=ROOT, env=env)
+    ctl = [f"{bin_dir}/supervisorctl", "-c", str(conf)]
     try:
         log = supervisor_dir / "poller.log"
         wait_until(lambda: log.exists() and "this poller is active" in log.read_text(), 30, "the poller")
         holder, fence, expires_ms = lease_row(state_dir)
         assert expires_ms > 0
-        stopped = subprocess.run([*ctl, "stop", "craft_apps_poller"], env=env, capture_output=True, text=True, timeout=20)
+        stopped = subprocess.run(
+            [*ctl, "stop", "craft_apps_poller"], env=env, capture_output=True, text=True, timeout=20
+        )
         assert "stopped" in stopped.stdout, stopped.stdout + stopped.stderr
-        status = subprocess.run([*ctl, "status", "craft_apps_poller"], env=env, capture_output=True, text=True, timeout=20)
+        status = subprocess.run(
+            [*ctl, "status", "craft_apps_poller"], env=env, capture_output=True, text=True, timeout=20
+        )
         assert "STOPPED" in status.stdout
-        assert "stopped: craft_apps_poller (exit status 0)" in (supervisor_dir / "supervisord.log").read_text()
+        assert (
+            "stopped: craft_apps_poller (exit status 0)" in (supervisor_dir / "supervisord.log").read_text()
+        )
         assert lease_row(state_dir) == (holder, fence, 0), "expired in place, the fence kept"
     finally:
         subprocess.run([*ctl, "shutdown"], env=env, capture_output=True, timeout=20)

@@ -55,8 +55,18 @@ class TestPrecedence:
             ("COORDINATION_ENABLED", "CRAFT_APPS_RELEASE_COORDINATION_ENABLED", "0", False),
             ("MAX_BACKOFF_SECS", "CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS", "7200", 7200),
             ("GITHUB_TOKEN", "CRAFT_APPS_RELEASE_GITHUB_TOKEN", " ghp_x ", "ghp_x"),
-            ("GITHUB_API_URL", "CRAFT_APPS_RELEASE_GITHUB_API_URL", "http://127.0.0.1:8765/", "http://127.0.0.1:8765"),
-            ("GITHUB_WEB_URL", "CRAFT_APPS_RELEASE_GITHUB_WEB_URL", "https://ghe.example.com", "https://ghe.example.com"),
+            (
+                "GITHUB_API_URL",
+                "CRAFT_APPS_RELEASE_GITHUB_API_URL",
+                "http://127.0.0.1:8765/",
+                "http://127.0.0.1:8765",
+            ),
+            (
+                "GITHUB_WEB_URL",
+                "CRAFT_APPS_RELEASE_GITHUB_WEB_URL",
+                "https://ghe.example.com",
+                "https://ghe.example.com",
+            ),
             ("STATE_DIR", "CRAFT_APPS_STATE_DIR", "/srv/craft", Path("/srv/craft")),
             ("REDIS_ALIAS", "CRAFT_APPS_REDIS_ALIAS", "fleet", "fleet"),
             ("REDIS_KEY_PREFIX", "CRAFT_APPS_RELEASE_REDIS_KEY_PREFIX", "staging:craft:", "staging:craft:"),
@@ -102,8 +112,13 @@ def test_a_missing_empty_or_blank_token_is_no_token():
 
 class TestAppList:
     def test_reads_an_app_list_and_skips_bad_entries(self):
-        apps, skipped = parse_app_list(" PhotoCraft=PhotoCraft=storytold/photocraft, junk, x=X=noslash, k=K=org/repo ")
-        assert apps == [AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"), AppSpec("k", "K", "org/repo")]
+        apps, skipped = parse_app_list(
+            " PhotoCraft=PhotoCraft=storytold/photocraft, junk, x=X=noslash, k=K=org/repo "
+        )
+        assert apps == [
+            AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
+            AppSpec("k", "K", "org/repo"),
+        ]
         assert len(skipped) == 2
         assert "'junk'" in skipped[0] and "three parts" in skipped[0]
         assert "organization/project" in skipped[1]
@@ -120,7 +135,7 @@ class TestAppList:
 
     def test_a_list_of_tuples_is_accepted_in_the_dict(self):
         with override_settings(CRAFT_APPS={"APPS": [("Solo", "Solo", "org/solo")]}):
-            assert app_settings.APPS == (AppSpec("solo", "Solo", "org/solo"),)
+            assert (AppSpec("solo", "Solo", "org/solo"),) == app_settings.APPS
 
     def test_an_app_list_with_nothing_valid_falls_back_to_the_built_in_list(self):
         with override_settings(CRAFT_APPS={"APPS": "junk,,x=y"}):
@@ -133,4 +148,4 @@ class TestAppList:
 
 def test_the_default_state_dir_is_under_the_sites_base_dir(settings):
     settings.CRAFT_APPS = {}
-    assert app_settings.STATE_DIR == Path(settings.BASE_DIR) / "var" / "craft_apps"
+    assert Path(settings.BASE_DIR) / "var" / "craft_apps" == app_settings.STATE_DIR

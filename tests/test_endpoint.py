@@ -25,7 +25,9 @@ from craft_apps.timefmt import datetime_to_ms
 from tests.support import SHA, publish
 
 URL = "/v1/craft_apps/release_info"
-TWO_APPS = "photocraft=PhotoCraft=storytold/photocraft,artcraft-launcher=ArtCraft Launcher=storytold/craft-launcher"
+TWO_APPS = (
+    "photocraft=PhotoCraft=storytold/photocraft,artcraft-launcher=ArtCraft Launcher=storytold/craft-launcher"
+)
 EARLY_MS = datetime_to_ms(datetime(2026, 10, 10, 12, 0, 0, 125000, tzinfo=UTC))
 LATE_MS = datetime_to_ms(datetime(2026, 10, 10, 12, 5, 0, tzinfo=UTC))
 
@@ -41,7 +43,10 @@ PLATFORMS = [
         "cli-macos-universal.zip",
         AssetPlatform(CraftAppOs.MACOS, CraftAppArch.UNIVERSAL, CraftAppPackageType.CLI_ZIP),
     ),
-    ("linux-arm64.AppImage", AssetPlatform(CraftAppOs.LINUX, CraftAppArch.ARM64, CraftAppPackageType.APP_IMAGE)),
+    (
+        "linux-arm64.AppImage",
+        AssetPlatform(CraftAppOs.LINUX, CraftAppArch.ARM64, CraftAppPackageType.APP_IMAGE),
+    ),
     (
         "linux-x64.AppImage.zsync",
         AssetPlatform(CraftAppOs.LINUX, CraftAppArch.X64, CraftAppPackageType.APP_IMAGE_ZSYNC),
@@ -188,7 +193,7 @@ def test_a_cold_host_lists_every_app_unfetched_and_is_not_cacheable(site: Path, 
 
 def test_last_fetched_stays_null_until_every_app_was_fetched(site: Path, client: Client):
     publish(site, {"photocraft": AppState(latest_release=full_release(), fetched_ms=LATE_MS)})
-    status, body, cache_control = get(client)
+    _, body, cache_control = get(client)
     assert body["release_info"]["last_fetched"] is None  # type: ignore[index]
     assert body["release_info"]["apps"]["photocraft"]["app_last_fetched"] == "2026-10-10T12:05:00Z"  # type: ignore[index]
     assert cache_control == "no-store"
@@ -231,7 +236,12 @@ def test_an_unchanged_state_is_neither_read_nor_serialized_again(site: Path, cli
     publish(site, {"photocraft": AppState(fetched_ms=LATE_MS)})
     calls: list[str] = []
     real_encode = views.encode_answer
-    monkeypatch.setattr(views, "encode_answer", lambda info: calls.append("encode") or real_encode(info))
+
+    def counting_encode(info):
+        calls.append("encode")
+        return real_encode(info)
+
+    monkeypatch.setattr(views, "encode_answer", counting_encode)
     first = client.get(URL).content
     second = client.get(URL).content
     assert calls == ["encode"]
@@ -276,7 +286,9 @@ class TestNeverFails:
     def test_a_corrupted_file_after_a_good_answer_keeps_serving_the_last_good_one(
         self, site: Path, client: Client
     ):
-        store = publish(site, {key: AppState(fetched_ms=LATE_MS) for key in ("photocraft", "artcraft-launcher")})
+        store = publish(
+            site, {key: AppState(fetched_ms=LATE_MS) for key in ("photocraft", "artcraft-launcher")}
+        )
         good = client.get(URL)
         assert good["Cache-Control"] == "public, max-age=60"
         store.close()
@@ -313,5 +325,5 @@ def publish_path(state_dir: Path) -> Path:
 def test_the_app_list_follows_the_settings_at_call_time(state_dir: Path, client: Client):
     with override_settings(CRAFT_APPS={"APPS": "solo=Solo=org/solo", "STATE_DIR": str(state_dir)}):
         views.answers.clear()
-        assert list(get(client)[1]["release_info"]["apps"]) == ["solo"]  # type: ignore[call-overload]
+        assert list(get(client)[1]["release_info"]["apps"]) == ["solo"]  # type: ignore[index]
     views.answers.clear()

@@ -272,7 +272,7 @@ def run_fleet(tmp_path: Path, github: FakeGitHub, redis_url: str | None, hosts: 
     for process in processes:
         _, stderr = process.communicate(timeout=60)
         assert process.returncode == 0, stderr.decode()
-    return Counter(r.repo for r in github.requests)
+    return Counter(str(r.repo) for r in github.requests)
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 import responses
@@ -33,7 +34,7 @@ def url(app: AppSpec) -> str:
     return f"{API}/repos/{app.repo}/releases/latest"
 
 
-def release_json(app: AppSpec, version: str = "0.5.0") -> dict:
+def release_json(app: AppSpec, version: str = "0.5.0") -> dict[str, Any]:
     return demo_release(app, version, PUBLISHED)
 
 

@@ -18,13 +18,16 @@ NOW = 1_790_000_000_000
 S = 1000
 INTERVAL = 1800 * S
 MAX_BACKOFF = 14_400 * S
+NO_BACKOFF = Backoff()
 
 
 def app(fetched: int | None = None, failed: int | None = None, failures: int = 0) -> AppState:
     return AppState(fetched_ms=fetched, failed_ms=failed, failures=failures)
 
 
-def wait_after(round_result: RoundResult, previous: Backoff = Backoff(), random_value: float = 0.5) -> Backoff:
+def wait_after(
+    round_result: RoundResult, previous: Backoff = NO_BACKOFF, random_value: float = 0.5
+) -> Backoff:
     return backoff_after(
         round_result,
         previous,

@@ -50,9 +50,7 @@ class Command(BaseCommand):
             if not problem.is_error:
                 logger.warning("%s %s %s", problem.id, problem.msg, problem.hint)
         if errors:
-            raise CommandError(
-                "; ".join(f"{problem.id} {problem.msg} {problem.hint}" for problem in errors)
-            )
+            raise CommandError("; ".join(f"{problem.id} {problem.msg} {problem.hint}" for problem in errors))
         if not app_settings.POLLING_ENABLED:
             logger.info(
                 "Craft app release polling is disabled "
@@ -60,9 +58,7 @@ class Command(BaseCommand):
             )
             return
         runner = PollerRunner(
-            options=RunnerOptions(
-                once=bool(options["once"]), startup_delay=not options["no_startup_delay"]
-            )
+            options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"])
         )
         _install_signal_handlers(runner)
         status = runner.run()

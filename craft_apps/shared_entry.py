@@ -1,0 +1,212 @@
+"""What the fleet shares in Redis about Craft App releases, and how it is encoded. Pure: the I/O
+is in ``shared_store``. Keys and fields are those of the reference pods, so both run side by side.
+
+``{prefix}app:<app key>``, a hash kept 7 days after its last write:
+
+- ``v`` format version ``1``; ``fetched_ms`` when GitHub last answered 200 or 304 (Unix ms);
+  ``etag`` that answer's ETag, empty for none; ``release`` the release as JSON
+  (``craft_apps.codec``), ``null`` when the repository has none;
+- ``failed_ms`` / ``failures`` the last failed request and failures in a row by then;
+- ``claimed_ms`` when a host last started a request for the app; ``by`` the last writer's host.
+
+``{prefix}backoff``, a hash kept 1 day (deleted after a good round): ``v``, ``until_ms`` (no
+host asks GitHub before it), ``trouble`` (troubled rounds in a row), ``by``.
+
+Invariant: nothing unreadable is trusted. Another version, a bad number, bad JSON, a zero or
+negative time or bytes that aren't UTF-8 read as absent (a fetch needs its time, its ``etag``
+field and its release all readable), so the app is fetched again and the entry overwritten.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from craft_apps.codec import decode_release, encode_release
+from craft_apps.domain import Backoff, Release
+
+DEFAULT_KEY_PREFIX = "craftApps:releases:"
+APP_TTL_MS = 7 * 24 * 3600 * 1000
+BACKOFF_TTL_MS = 24 * 3600 * 1000
+FORMAT_VERSION = "1"
+
+FIELD_VERSION = "v"
+FIELD_FETCHED_MS = "fetched_ms"
+FIELD_ETAG = "etag"
+FIELD_RELEASE = "release"
+FIELD_FAILED_MS = "failed_ms"
+FIELD_FAILURES = "failures"
+FIELD_CLAIMED_MS = "claimed_ms"
+FIELD_BY = "by"
+FIELD_UNTIL_MS = "until_ms"
+FIELD_TROUBLE = "trouble"
+
+# The latest instant a datetime can hold (9999-12-31T23:59:59.999Z): later times are garbage.
+MAX_TIME_MS = 253_402_300_799_999
+MAX_COUNT = 2**32 - 1  # the reference stores counts as u32
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+RawHash = Mapping[str, str] | Mapping[bytes, bytes] | Mapping[str | bytes, str | bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFetch:
+    """A 200 or 304 from GitHub, as some host shared it."""
+
+    latest_release: Release | None
+    etag: str | None
+    fetched_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharedFailure:
+    """The latest failed request for an app, as some host shared it."""
+
+    failed_ms: int
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class SharedAppEntry:
+    fetched: SharedFetch | None = None
+    failure: SharedFailure | None = None
+
+
+def app_key(prefix: str, app: str) -> str:
+    return f"{prefix}app:{app}"
+
+
+def backoff_key(prefix: str) -> str:
+    return f"{prefix}backoff"
+
+
+def text_fields(raw: RawHash) -> dict[str, str]:
+    """The hash with str names and values; a name or value that isn't UTF-8 is left out."""
+    fields: dict[str, str] = {}
+    for name, value in raw.items():
+        try:
+            text_name = name.decode() if isinstance(name, bytes) else name
+            fields[text_name] = value.decode() if isinstance(value, bytes) else value
+        except UnicodeDecodeError:
+            continue
+    return fields
+
+
+def decode_app_entry(raw: RawHash) -> SharedAppEntry | None:
+    """An app's hash; None when empty or of another format version."""
+    return _decode_app_entry(text_fields(raw))[0]
+
+
+def app_entry_problems(raw: RawHash) -> list[str]:
+    """Why (part of) a non-empty app hash reads as absent, one short reason each."""
+    return _decode_app_entry(text_fields(raw))[1]
+
+
+def _decode_app_entry(fields: dict[str, str]) -> tuple[SharedAppEntry | None, list[str]]:
+    if not fields:
+        return None, []
+    version = fields.get(FIELD_VERSION)
+    if version != FORMAT_VERSION:
+        return None, [f"format version {version!r} is not {FORMAT_VERSION!r}"]
+    problems: list[str] = []
+    fetched = _decode_fetch(fields, problems)
+    failure = None
+    failed_ms = _time_field(fields, FIELD_FAILED_MS, problems)
+    if failed_ms is not None:
+        failures = _count(fields.get(FIELD_FAILURES))
+        failure = SharedFailure(failed_ms=failed_ms, failures=max(1, failures if failures is not None else 1))
+    return SharedAppEntry(fetched=fetched, failure=failure), problems
+
+
+def _decode_fetch(fields: dict[str, str], problems: list[str]) -> SharedFetch | None:
+    fetched_ms = _time_field(fields, FIELD_FETCHED_MS, problems)
+    release_json = fields.get(FIELD_RELEASE)
+    etag = fields.get(FIELD_ETAG)
+    if fetched_ms is None:
+        return None
+    if release_json is None or etag is None:
+        problems.append(f"{FIELD_RELEASE} or {FIELD_ETAG} is missing")
+        return None
+    try:
+        release = decode_release(release_json)
+    except (ValueError, TypeError, RecursionError) as err:
+        problems.append(f"{FIELD_RELEASE} is unreadable ({' '.join(str(err).split())[:120]})")
+        return None
+    return SharedFetch(latest_release=release, etag=etag or None, fetched_ms=fetched_ms)
+
+
+def _integer(text: str | None) -> int | None:
+    if text is None or not _INTEGER.fullmatch(text) or len(text) > 25:
+        return None
+    return int(text)
+
+
+def _time_field(fields: dict[str, str], name: str, problems: list[str]) -> int | None:
+    """A Unix-ms field: None when absent; when unreadable, zero or negative also noted."""
+    text = fields.get(name)
+    if text is None:
+        return None
+    ms = _integer(text)
+    if ms is None or not 0 < ms <= MAX_TIME_MS:
+        problems.append(f"{name} {text[:40]!r} is not a time in Unix ms")
+        return None
+    return ms
+
+
+def _count(text: str | None) -> int | None:
+    number = _integer(text)
+    return number if number is not None and 0 <= number <= MAX_COUNT else None
+
+
+def _clamp_count(number: int, low: int) -> int:
+    return min(max(number, low), MAX_COUNT)
+
+
+def encode_fetch(release: Release | None, etag: str | None, fetched_ms: int, by: str) -> dict[str, str]:
+    """The fields of a 200: the release, its ETag and the time, together."""
+    return {
+        FIELD_VERSION: FORMAT_VERSION,
+        FIELD_FETCHED_MS: str(fetched_ms),
+        FIELD_ETAG: etag or "",
+        FIELD_RELEASE: encode_release(release),
+        FIELD_BY: by,
+    }
+
+
+def encode_unchanged(fetched_ms: int, by: str) -> dict[str, str]:
+    """The fields of a 304: only the time moves."""
+    return {FIELD_VERSION: FORMAT_VERSION, FIELD_FETCHED_MS: str(fetched_ms), FIELD_BY: by}
+
+
+def encode_failure(failure: SharedFailure, by: str) -> dict[str, str]:
+    return {
+        FIELD_VERSION: FORMAT_VERSION,
+        FIELD_FAILED_MS: str(failure.failed_ms),
+        FIELD_FAILURES: str(_clamp_count(failure.failures, 1)),
+        FIELD_BY: by,
+    }
+
+
+def encode_claim(claimed_ms: int, by: str) -> dict[str, str]:
+    return {FIELD_VERSION: FORMAT_VERSION, FIELD_CLAIMED_MS: str(claimed_ms), FIELD_BY: by}
+
+
+def decode_backoff(raw: RawHash) -> Backoff:
+    """The fleet's backoff; anything absent or unreadable is no backoff."""
+    fields = text_fields(raw)
+    if fields.get(FIELD_VERSION) != FORMAT_VERSION:
+        return Backoff()
+    return Backoff(
+        until_ms=_time_field(fields, FIELD_UNTIL_MS, []),
+        trouble=_count(fields.get(FIELD_TROUBLE)) or 0,
+    )
+
+
+def encode_backoff(backoff: Backoff, by: str) -> dict[str, str]:
+    return {
+        FIELD_VERSION: FORMAT_VERSION,
+        FIELD_UNTIL_MS: str(backoff.until_ms or 0),
+        FIELD_TROUBLE: str(_clamp_count(backoff.trouble, 0)),
+        FIELD_BY: by,
+    }
