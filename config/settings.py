@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "craft_apps",
+    "config.apps.DemoSiteConfig",
 ]
 
 MIDDLEWARE = [
@@ -65,13 +66,19 @@ DATABASES = {
 CACHES: dict[str, dict[str, object]] = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
-if os.environ.get("CRAFT_APPS_REDIS_URL"):
+
+_craft_apps_redis_url = os.environ.get("CRAFT_APPS_REDIS_URL", "").strip()
+if _craft_apps_redis_url:
     # The poller's own alias. django-redis keeps one connection pool per URL, so this URL must
     # differ from every other alias's (client_name does that) to get the small pool with
     # timeouts below instead of sharing the site's pool.
+    if "client_name=" not in _craft_apps_redis_url:
+        _craft_apps_redis_url += (
+            "&" if "?" in _craft_apps_redis_url else "?"
+        ) + "client_name=craft_apps_poller"
     CACHES["craft_apps"] = {
         "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": os.environ["CRAFT_APPS_REDIS_URL"],
+        "LOCATION": _craft_apps_redis_url,
         "OPTIONS": {
             "CLIENT_CLASS": "django_redis.client.DefaultClient",
             "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 30},
