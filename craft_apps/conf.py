@@ -106,95 +106,71 @@ def _raw(key: str) -> tuple[Any, str] | None:
     return None
 
 
-def _bool(key: str, default: bool) -> Resolved[bool]:
+def _resolve(key: str, default: T, parse: Callable[[object], T], expected: str) -> Resolved[T]:
+    """The configured value parsed, or the default with an E001 naming where it was set."""
     raw = _raw(key)
     if raw is None:
         return Resolved(default)
     value, source = raw
+    try:
+        return Resolved(parse(value))
+    except (TypeError, ValueError):
+        return Resolved(
+            default,
+            [
+                Problem(
+                    "craft_apps.E001",
+                    f"{source} is {value!r}, which is not {expected}; using {default!r}.",
+                    f"Set {describe(key)} to {expected}.",
+                )
+            ],
+        )
+
+
+def _parse_bool(value: object) -> bool:
     if isinstance(value, bool):
-        return Resolved(value)
+        return value
     text = str(value).strip().lower()
-    if text in _TRUE:
-        return Resolved(True)
-    if text in _FALSE:
-        return Resolved(False)
-    return Resolved(
-        default,
-        [
-            Problem(
-                "craft_apps.E001",
-                f"{source} is {value!r}, which is not a boolean; using {default}.",
-                f"Set {describe(key)} to true or false.",
-            )
-        ],
-    )
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError(value)
+
+
+def _parse_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise TypeError(value)
+    return int(value.strip()) if isinstance(value, str) else value
+
+
+def _parse_positive_seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(value)
+    seconds = float(value.strip()) if isinstance(value, str) else float(value)
+    if not seconds > 0:
+        raise ValueError(value)
+    return seconds
+
+
+def _parse_text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value.strip()
+
+
+def _bool(key: str, default: bool) -> Resolved[bool]:
+    return _resolve(key, default, _parse_bool, "true or false")
 
 
 def _int(key: str, default: int) -> Resolved[int]:
-    raw = _raw(key)
-    if raw is None:
-        return Resolved(default)
-    value, source = raw
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        number = int(str(value).strip()) if not isinstance(value, int) else value
-    except ValueError:
-        return Resolved(
-            default,
-            [
-                Problem(
-                    "craft_apps.E001",
-                    f"{source} is {value!r}, which is not a whole number of seconds; using {default}.",
-                    f"Set {describe(key)} to a whole number.",
-                )
-            ],
-        )
-    return Resolved(number)
+    return _resolve(key, default, _parse_int, "a whole number of seconds")
 
 
 def _seconds(key: str, default: float) -> Resolved[float]:
-    raw = _raw(key)
-    if raw is None:
-        return Resolved(default)
-    value, source = raw
-    try:
-        if isinstance(value, bool):
-            raise ValueError
-        seconds = float(str(value).strip())
-        if not seconds > 0:
-            raise ValueError
-    except ValueError:
-        return Resolved(
-            default,
-            [
-                Problem(
-                    "craft_apps.E001",
-                    f"{source} is {value!r}, which is not a positive number of seconds; using {default}.",
-                    f"Set {describe(key)} to a positive number.",
-                )
-            ],
-        )
-    return Resolved(seconds)
+    return _resolve(key, default, _parse_positive_seconds, "a positive number of seconds")
 
 
 def _text(key: str, default: str) -> Resolved[str]:
-    raw = _raw(key)
-    if raw is None:
-        return Resolved(default)
-    value, source = raw
-    if not isinstance(value, str):
-        return Resolved(
-            default,
-            [
-                Problem(
-                    "craft_apps.E001",
-                    f"{source} is a {type(value).__name__}, not a string; using {default!r}.",
-                    f"Set {describe(key)} to a string.",
-                )
-            ],
-        )
-    return Resolved(value.strip())
+    return _resolve(key, default, _parse_text, "a string")
 
 
 def _url(key: str, default: str) -> Resolved[str]:

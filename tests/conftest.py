@@ -1,12 +1,20 @@
-"""Fixtures every test may use. Area-specific fixtures live beside their tests."""
+"""Fixtures every test may use. Area-specific fixtures live beside their tests.
+
+``redis_server``: one real redis-server per test session (per xdist worker); ``redis_client``:
+a client of it, the server FLUSHALLed (and its scripts flushed) before each test;
+``fresh_redis_server``: a server of the test's own, for tests that kill, pause, reconfigure it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from craft_apps.testing.clock import FakeClock
+from tests.redis.server import RedisServer, RedisServerMissing
 
 
 @pytest.fixture
@@ -18,3 +26,33 @@ def fake_clock() -> FakeClock:
 def state_dir(tmp_path: Path) -> Path:
     """A fresh, not yet created state directory (file-backed, never :memory:)."""
     return tmp_path / "state"
+
+
+def _start_redis(directory: Path) -> RedisServer:
+    try:
+        return RedisServer.start(directory)
+    except RedisServerMissing as err:
+        pytest.fail(str(err), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = _start_redis(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
+    client = redis_server.client()
+    client.flushall()
+    client.script_flush()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def fresh_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    server = _start_redis(tmp_path / "redis")
+    yield server
+    server.stop()

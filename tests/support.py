@@ -21,7 +21,14 @@ from craft_apps.testing.clock import FakeClock
 SHA = "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 
 
-def release(version: str = "0.5.0", app: str = "photocraft", repo: str = "storytold/photocraft") -> Release:
+def release(
+    version: str = "0.5.0",
+    *,
+    notes: str = "Notes",
+    app: str = "photocraft",
+    repo: str = "storytold/photocraft",
+) -> Release:
+    """A small release with one Windows installer and a checksum file."""
     base = f"https://github.com/{repo}/releases/download/v{version}/"
 
     def asset(name: str, platform: AssetPlatform | None, sha: str | None = SHA) -> ReleaseAsset:
@@ -36,7 +43,7 @@ def release(version: str = "0.5.0", app: str = "photocraft", repo: str = "storyt
         published_at=datetime(2026, 10, 8, 14, 52, 50, tzinfo=UTC),
         html_url=f"https://github.com/{repo}/releases/tag/v{version}",
         prerelease=False,
-        notes_markdown="Notes",
+        notes_markdown=notes,
         assets=(
             asset(
                 f"{app}-{version}-windows-x64.msi",

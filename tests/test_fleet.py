@@ -37,21 +37,6 @@ APPS = (
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer.start(tmp_path_factory.mktemp("fleet-redis"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def redis_client(redis_server: RedisServer) -> Iterator[redis.Redis]:
-    client = redis_server.client()
-    client.flushall()
-    yield client
-    client.close()
-
-
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
     with FakeGitHub() as server:

@@ -3,45 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import (
-    AppState,
-    AssetPlatform,
-    CraftAppArch,
-    CraftAppOs,
-    CraftAppPackageType,
-    Release,
-    ReleaseAsset,
-)
+from craft_apps.domain import AppState, Release
 from craft_apps.lease import Lease
 from craft_apps.state_store import StateStore
 from craft_apps.testing.clock import START_MS, FakeClock
+from tests.support import release
 
 
 def make_release(tag: str = "v1.2.0", notes: str = "Faster exports.") -> Release:
-    version = tag.removeprefix("v")
-    return Release(
-        tag=tag,
-        version=version,
-        name=f"PhotoCraft {version}",
-        published_at=datetime(2026, 10, 8, 14, 52, 50, tzinfo=UTC),
-        html_url=f"https://github.com/storytold/photocraft/releases/tag/{tag}",
-        prerelease=False,
-        notes_markdown=notes,
-        assets=(
-            ReleaseAsset(
-                name=f"photocraft-{version}-windows-x64.msi",
-                size_bytes=73_400_320,
-                download_url=f"https://github.com/storytold/photocraft/releases/download/{tag}/x.msi",
-                sha256="ab" * 32,
-                platform=AssetPlatform(CraftAppOs.WINDOWS, CraftAppArch.X64, CraftAppPackageType.MSI),
-            ),
-        ),
-    )
+    return release(tag.removeprefix("v"), notes=notes)
 
 
 def fetched(at_ms: int = START_MS, tag: str = "v1.2.0", etag: str | None = '"etag-1"') -> AppState:
