@@ -31,7 +31,6 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "craft_apps",
-    "config.apps.DemoSiteConfig",
 ]
 
 MIDDLEWARE = [

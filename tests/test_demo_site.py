@@ -9,10 +9,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from django.apps import apps
 from django.test import override_settings
 
-from config.apps import connection_settings, without_credentials
+from config.startup import connection_settings, log_connection_settings, without_credentials
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,7 +50,7 @@ def test_the_start_up_line_names_the_database_and_redis_without_credentials(capl
     }
     line = connection_settings(databases, caches)
     with override_settings(CACHES=caches), caplog.at_level(logging.INFO, logger="config"):
-        apps.get_app_config("demo_site").ready()
+        log_connection_settings()
     assert "engine=django.db.backends.postgresql, name=craft, host=db, port=5432, user=web" in line
     assert "redis://:***@redis:6379/0?client_name=craft_apps_poller" in line
     assert "max connections 2" in line

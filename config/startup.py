@@ -1,4 +1,4 @@
-"""The demo site's own app: says once per process, at start-up, what it connects to."""
+"""Says once per process, at start-up (manage.py, wsgi.py, asgi.py), what the demo site connects to."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from django.apps import AppConfig
 from django.conf import settings
 
 logger = logging.getLogger("config")
@@ -52,10 +51,5 @@ def connection_settings(
     return f"Database: {database}; Redis for craft_apps: {redis}"
 
 
-class DemoSiteConfig(AppConfig):
-    name = "config"
-    label = "demo_site"
-    verbose_name = "craft_apps demo site"
-
-    def ready(self) -> None:
-        logger.info("%s", connection_settings())
+def log_connection_settings() -> None:
+    logger.info("%s", connection_settings())
