@@ -111,7 +111,10 @@ class PollerRunner:
         if self.lease.try_acquire():
             logger.info("Craft app releases: this poller is active (fence %s).", self.lease.fence)
             return True
-        current = self.lease.current()
+        try:
+            current = self.lease.current()
+        except StateUnavailable:
+            current = None
         holder = current[0] if current else "another process"
         if self.options.once:
             logger.warning(
