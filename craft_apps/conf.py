@@ -251,7 +251,23 @@ def _app_entry_problem(parts: list[str]) -> str | None:
 
 
 class CraftAppsSettings:
-    """Typed access to the settings; every attribute is read anew on each access."""
+    """Typed access to the settings; every attribute is read anew on each access.
+
+    The two settings the endpoint reads on every request (``APPS``, ``STATE_DIR``) keep their
+    last result together with the raw inputs it came from, and are worked out again only when
+    an input differs: still read at call time, without parsing on every request.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[str, tuple[object, Resolved[Any]]] = {}
+
+    def _memoized(self, name: str, inputs: object, compute: Callable[[], Resolved[T]]) -> Resolved[T]:
+        kept = self._memo.get(name)
+        if kept is not None and kept[0] == inputs:
+            return kept[1]
+        resolved = compute()
+        self._memo[name] = (inputs, resolved)
+        return resolved
 
     def polling_enabled_resolved(self) -> Resolved[bool]:
         return _bool("POLLING_ENABLED", True)
@@ -311,6 +327,9 @@ class CraftAppsSettings:
         return self.max_backoff_resolved().value
 
     def apps_resolved(self) -> Resolved[tuple[AppSpec, ...]]:
+        return self._memoized("APPS", _raw("APPS"), self._resolve_apps)
+
+    def _resolve_apps(self) -> Resolved[tuple[AppSpec, ...]]:
         raw = _raw("APPS")
         if raw is None:
             return Resolved(DEFAULT_APPS)
@@ -354,6 +373,10 @@ class CraftAppsSettings:
         return self.github_web_url_resolved().value
 
     def state_dir_resolved(self) -> Resolved[Path]:
+        inputs = (_raw("STATE_DIR"), getattr(settings, "BASE_DIR", None), os.environ.get("HOME"))
+        return self._memoized("STATE_DIR", inputs, self._resolve_state_dir)
+
+    def _resolve_state_dir(self) -> Resolved[Path]:
         default = default_state_dir()
         resolved = _text("STATE_DIR", str(default))
         path = Path(resolved.value).expanduser() if resolved.value else default

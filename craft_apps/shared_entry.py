@@ -20,7 +20,7 @@ field and its release all readable), so the app is fetched again and the entry o
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from craft_apps.codec import decode_release, encode_release
@@ -95,22 +95,32 @@ def text_fields(raw: RawHash) -> dict[str, str]:
 
 def decode_app_entry(raw: RawHash) -> SharedAppEntry | None:
     """An app's hash; None when empty or of another format version."""
-    return _decode_app_entry(text_fields(raw))[0]
+    return read_app_entry(raw)[0]
 
 
 def app_entry_problems(raw: RawHash) -> list[str]:
     """Why (part of) a non-empty app hash reads as absent, one short reason each."""
-    return _decode_app_entry(text_fields(raw))[1]
+    return read_app_entry(raw)[1]
 
 
-def _decode_app_entry(fields: dict[str, str]) -> tuple[SharedAppEntry | None, list[str]]:
+def read_app_entry(
+    raw: RawHash, decode: Callable[[str], Release | None] = decode_release
+) -> tuple[SharedAppEntry | None, list[str]]:
+    """An app's hash and why parts of it read as absent. ``decode`` reads the release JSON (a
+    caller that reads the same hash every tick passes one that remembers its last answer)."""
+    return _decode_app_entry(text_fields(raw), decode)
+
+
+def _decode_app_entry(
+    fields: dict[str, str], decode: Callable[[str], Release | None]
+) -> tuple[SharedAppEntry | None, list[str]]:
     if not fields:
         return None, []
     version = fields.get(FIELD_VERSION)
     if version != FORMAT_VERSION:
         return None, [f"format version {version!r} is not {FORMAT_VERSION!r}"]
     problems: list[str] = []
-    fetched = _decode_fetch(fields, problems)
+    fetched = _decode_fetch(fields, problems, decode)
     failure = None
     failed_ms = _time_field(fields, FIELD_FAILED_MS, problems)
     if failed_ms is not None:
@@ -119,7 +129,9 @@ def _decode_app_entry(fields: dict[str, str]) -> tuple[SharedAppEntry | None, li
     return SharedAppEntry(fetched=fetched, failure=failure), problems
 
 
-def _decode_fetch(fields: dict[str, str], problems: list[str]) -> SharedFetch | None:
+def _decode_fetch(
+    fields: dict[str, str], problems: list[str], decode: Callable[[str], Release | None]
+) -> SharedFetch | None:
     fetched_ms = _time_field(fields, FIELD_FETCHED_MS, problems)
     release_json = fields.get(FIELD_RELEASE)
     etag = fields.get(FIELD_ETAG)
@@ -129,7 +141,7 @@ def _decode_fetch(fields: dict[str, str], problems: list[str]) -> SharedFetch | 
         problems.append(f"{FIELD_RELEASE} or {FIELD_ETAG} is missing")
         return None
     try:
-        release = decode_release(release_json)
+        release = decode(release_json)
     except (ValueError, TypeError, RecursionError) as err:
         problems.append(f"{FIELD_RELEASE} is unreadable ({' '.join(str(err).split())[:120]})")
         return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -31,6 +31,7 @@ from redis.exceptions import NoPermissionError, RedisError, ResponseError, Watch
 from redis.typing import EncodableT, FieldT
 
 from craft_apps import shared_entry
+from craft_apps.codec import decode_release
 from craft_apps.domain import Backoff, Release
 from craft_apps.redis_conn import describe_error
 from craft_apps.shared_entry import SharedAppEntry, SharedFailure
@@ -142,6 +143,7 @@ class SharedStore:
         self._scripts_refused = not use_scripts
         self._lock = threading.Lock()
         self._reported: dict[str, tuple[str, ...]] = {}
+        self._decoded: dict[str, tuple[str, Release | None]] = {}  # hash key -> last release JSON
 
     @property
     def scripts_refused(self) -> bool:
@@ -178,11 +180,26 @@ class SharedStore:
         ]
         entries: list[SharedAppEntry | None] = []
         for key, (fields, wrong_type) in zip(keys, hashes[:-1], strict=True):
-            self._report(key, wrong_type or tuple(shared_entry.app_entry_problems(fields)))
-            entries.append(shared_entry.decode_app_entry(fields))
+            entry, problems = shared_entry.read_app_entry(fields, self._release_decoder(key))
+            self._report(key, wrong_type or tuple(problems))
+            entries.append(entry)
         backoff_fields, wrong_type = hashes[-1]
         self._report(self.backoff_key, wrong_type)
         return entries, shared_entry.decode_backoff(backoff_fields)
+
+    def _release_decoder(self, key: str) -> Callable[[str], Release | None]:
+        """Decodes a hash's release JSON, reusing the last decoding while the JSON is the same:
+        every tick reads every hash, and the releases rarely change."""
+
+        def decode(text: str) -> Release | None:
+            kept = self._decoded.get(key)
+            if kept is not None and kept[0] == text:
+                return kept[1]
+            release = decode_release(text)
+            self._decoded[key] = (text, release)
+            return release
+
+        return decode
 
     def _hash_reply(self, key: str, reply: object) -> tuple[Mapping[Any, Any], tuple[str, ...]]:
         """A hash from a pipeline reply, and what was wrong: a key of another type reads as an

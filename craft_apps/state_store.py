@@ -125,10 +125,18 @@ class StateStore:
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
 
-    def file_identity(self) -> tuple[int, int] | None:
-        """(device, inode) of the file, None when missing: with ``version()`` it tells a
-        recreated file (whose counter starts again) from the one a cache was built on."""
-        return self._file_id()
+    def version_marker(self) -> tuple[tuple[int, int] | None, int]:
+        """(file identity, version): equal markers mean ``read()`` returns the same, even across
+        a file deleted and recreated (whose counter starts again). One stat and one tiny query.
+        Raises StateUnavailable."""
+        db = self._connection(writable=False)
+        if db is None:
+            return None, 0
+        held = self._connections[(os.getpid(), threading.get_ident(), False)]
+        try:
+            return held.file_id, self._read_version(db) or 0
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
 
     def read(self) -> StateSnapshot:
         """Everything in one consistent snapshot. Raises StateUnavailable."""

@@ -63,7 +63,7 @@ class AnswerCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._stores: dict[Path, StateStore] = {}
-        self._key: tuple[Path, tuple[int, int] | None, int, tuple[AppSpec, ...]] | None = None
+        self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...]] | None = None
         self._answer: EncodedAnswer | None = None
         self._failure: str | None = None
 
@@ -71,9 +71,8 @@ class AnswerCache:
         apps = app_settings.APPS
         store = self._store(app_settings.STATE_DIR)
         try:
-            identity = store.file_identity()
-            version = store.version()
-            if self._key == (store.path, identity, version, apps) and self._answer is not None:
+            marker = store.version_marker()
+            if self._key == (store.path, marker, apps) and self._answer is not None:
                 return self._answer
             snapshot = store.read()
         except StateUnavailable as err:
@@ -82,7 +81,7 @@ class AnswerCache:
             return self._fallback(apps, f"{type(err).__name__}: {err}")
         answer = encode_answer(build_release_info(apps, snapshot.apps))
         with self._lock:
-            self._key, self._answer = (store.path, identity, snapshot.version, apps), answer
+            self._key, self._answer = (store.path, (marker[0], snapshot.version), apps), answer
             if self._failure is not None:
                 logger.info("Craft apps state file is readable again: %s", store.path)
                 self._failure = None

@@ -301,6 +301,32 @@ def test_read_is_one_round_trip_for_every_app_and_the_backoff(
     assert backoff == Backoff()
 
 
+def test_an_unchanged_release_is_decoded_once_across_reads(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded: list[str] = []
+    real_decode = shared_store.decode_release  # type: ignore[attr-defined]
+
+    def counting_decode(text: str) -> Any:
+        decoded.append(text)
+        return real_decode(text)
+
+    monkeypatch.setattr(shared_store, "decode_release", counting_decode)
+    pod = store(redis_client)
+    assert pod.write_fetched("app", release("0.5.0"), '"e1"', t(1))
+    first = pod.read(["app"])[0][0]
+    assert pod.write_unchanged("app", '"e1"', t(2))
+    second = pod.read(["app"])[0][0]
+    assert len(decoded) == 1, "the same JSON is decoded once"
+    assert first is not None and second is not None and second.fetched is not None
+    assert second.fetched.fetched_ms == t(2)
+    assert pod.write_fetched("app", release("0.6.0"), '"e2"', t(3))
+    third = pod.read(["app"])[0][0]
+    assert len(decoded) == 2
+    assert third is not None and third.fetched is not None and third.fetched.latest_release is not None
+    assert third.fetched.latest_release.version == "0.6.0"
+
+
 @pytest.mark.parametrize("use_scripts", [True, False], ids=["script", "watch"])
 def test_a_key_of_another_type_reads_as_absent_and_is_replaced(
     redis_client: redis.Redis, use_scripts: bool, caplog: pytest.LogCaptureFixture

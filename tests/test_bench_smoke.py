@@ -1,0 +1,203 @@
+"""The benchmarks at a tiny size, so they never rot; the real figures come from `bash .ci/bench`.
+
+CI installs neither wrk nor nginx: there the endpoint benchmark runs with its built-in Python
+load generator and Python's http.server, which is the same code path apart from those two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from bench.fleet import FleetOptions, host_address, next_version, run_fleet_benchmark
+from bench.fleet_metrics import ServedLog
+from bench.loadgen import parse_wrk
+from bench.report import FIGURES_END, FIGURES_START, rewrite_figures
+from bench.stats import max_in_window, percentile
+from bench.virtual_time import HostClock, HostKilled, Simulation
+from craft_apps.domain import AppState, Release
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY = [
+    "--hosts", "3", "--hours", "2", "--releases", "4", "--kill-hours", "1.2",
+    "--seconds", "1", "--connections", "4",
+    "--rounds", "20", "--idle-ticks", "10", "--health-check-ticks", "3", "--health-check-scale", "0.001",
+]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
+    docs = tmp_path / "benchmarks.md"
+    shutil.copy(ROOT / "docs" / "benchmarks.md", docs)
+    figures_file = tmp_path / "figures.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", *TINY, "--docs", str(docs), "--json", str(figures_file)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(figures_file.read_text())
+
+    on, off, kill = figures["fleet"]["on"], figures["fleet"]["off"], figures["fleet"]["kill"]
+    assert on["duplicate_requests"] == 0, "coordinated hosts never ask about a fresh app"
+    assert off["github_requests"] >= 2.5 * on["github_requests"], "alone, each of 3 hosts asks"
+    assert on["rate_limited"] == off["rate_limited"] == 0
+    for run in (on, off):
+        assert run["propagation"]["published"] == run["propagation"]["everywhere"] == 4
+        assert run["propagation"]["max_s"] <= run["propagation_target_s"]
+        assert run["state_files_agree"]
+        assert run["warnings"] == {}
+    assert on["redis_round_trips_per_idle_tick"] == 1.0
+    assert on["redis_commands_per_tick"] > 0 and off["redis_commands_per_tick"] == 0
+    assert kill["killed_host"] is not None
+    assert kill["extra_requests"] == 1 and kill["requests_while_fresh"] == 2
+    assert 60 <= kill["lapse_s"] <= 60 + 35, "asked again at the first tick after the claim lapsed"
+
+    endpoint = figures["endpoint"]
+    assert endpoint["body_bytes"] > 50_000, "13 realistic releases"
+    for name in ("ours", "bare", "static", "under_change"):
+        assert endpoint[name]["requests"] > 0 and endpoint[name]["errors"] == 0, name
+        assert endpoint[name]["p99_ms"] >= endpoint[name]["p50_ms"] > 0, name
+    assert endpoint["changes_published"] >= 1 and endpoint["last_change_served"]
+
+    footprint = figures["footprint"]
+    assert footprint["github_requests"] == 13, "20 ticks are within one interval: one round"
+    assert footprint["idle_tick_round_trips"] == 1.0 and footprint["idle_tick_round_trips_max"] == 1
+    assert footprint["idle_tick_command_mix"] == {"hgetall": 14 * 10}
+    assert footprint["rss_end_kib"] > 10_000
+
+    text = docs.read_text()
+    figures_part = text[text.index(FIGURES_START) : text.index(FIGURES_END)]
+    for title in ("The machine", "Fleet simulation", "Endpoint under load", "Poller footprint"):
+        assert f"### {title}" in figures_part
+    assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
+
+
+def test_the_fleet_simulation_is_a_function_of_its_seed():
+    options = FleetOptions(hosts=2, hours=1, releases=2, kill_hours=0)
+    first, second = (asdict(run_fleet_benchmark(options)) for _ in range(2))
+    for report in (first, second):
+        for mode in ("on", "off"):
+            report[mode].pop("wall_s")
+            report[mode].pop("cpu_s")
+    assert first == second
+    assert first["on"]["github_requests"] > 0
+
+
+def test_hosts_take_turns_in_virtual_time_and_a_killed_host_just_stops():
+    simulation = Simulation(start_ms=0)
+    seen: list[tuple[int, str]] = []
+
+    def host(name: str, step_s: float, die_at_ms: int | None = None):
+        def body(clock: HostClock) -> None:
+            while True:
+                seen.append((clock.now_ms(), name))
+                if die_at_ms is not None and clock.now_ms() >= die_at_ms:
+                    raise HostKilled(name)
+                if not clock.sleep(step_s):
+                    seen.append((clock.now_ms(), f"{name} stopped"))
+                    return
+
+        return body
+
+    simulation.spawn("a", host("a", 1.0), random.Random(1))
+    simulation.spawn("b", host("b", 0.7, die_at_ms=1400), random.Random(2))
+    simulation.call_at(1500, lambda: seen.append((simulation.now_ms, "event")))
+    simulation.run(until_ms=3000)
+    assert seen == [
+        (0, "a"), (0, "b"), (700, "b"), (1000, "a"), (1400, "b"), (1500, "event"),
+        (2000, "a"), (3000, "a"), (3000, "a stopped"),
+    ]  # fmt: skip
+    assert simulation.killed() == ["b"]
+
+
+def test_a_hosts_error_stops_the_simulation_with_it():
+    simulation = Simulation(start_ms=0)
+
+    def broken(clock: HostClock) -> None:
+        clock.sleep(1)
+        raise ValueError("boom")
+
+    simulation.spawn("x", broken, random.Random(1))
+    with pytest.raises(RuntimeError, match="host x failed: ValueError"):
+        simulation.run(until_ms=10_000)
+
+
+def release(tag: str) -> Release:
+    return Release(
+        tag=tag, version=tag, name=tag, published_at=None, html_url="", prerelease=False, notes_markdown=""
+    )
+
+
+def test_a_release_counts_as_everywhere_when_the_last_host_shows_it_or_a_later_one():
+    log = ServedLog(["app"], start_ms=0)
+    log.published("app", "v1", 0)
+    log.written("h1", "app", AppState(latest_release=release("v1"), fetched_ms=10), 10)
+    log.written("h2", "app", AppState(latest_release=release("v1"), fetched_ms=10), 20)
+    log.published("app", "v2", 1_000)
+    log.published("app", "v3", 2_000)
+    log.written("h1", "app", AppState(latest_release=release("v2"), fetched_ms=1_500), 1_500)
+    log.written("h2", "app", AppState(latest_release=release("v3"), fetched_ms=2_500), 2_600)
+    log.written("h1", "app", AppState(latest_release=release("v3"), fetched_ms=2_500), 3_000)
+    figures = log.figures(["h1", "h2"], end_ms=4_000)
+    assert (figures.published, figures.everywhere) == (2, 2)
+    assert figures.max_s == 1.6  # v2, published at 1 s, reached h2 (as v3) at 2.6 s
+    assert figures.cold_start_s == 0.02
+    assert figures.max_staleness_s == 2.59  # h2 served the fetch of 10 ms until 2.6 s
+
+
+def test_wrk_output_is_read_in_every_unit():
+    output = """Running 10s test @ http://127.0.0.1:8000/v1/craft_apps/release_info
+  2 threads and 32 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency     9.08ms    2.61ms   1.02s    86.12%
+    Req/Sec     1.76k   120.33     2.01k    70.50%
+  Latency Distribution
+     50%  850.00us
+     75%    9.70ms
+     90%   11.53ms
+     99%   18.21ms
+  35129 requests in 10.01s, 3.01GB read
+  Socket errors: connect 0, read 3, write 0, timeout 2
+  Non-2xx or 3xx responses: 4
+Requests/sec:   3509.47
+Transfer/sec:    307.73MB
+"""
+    result = parse_wrk(output, connections=32, seconds=10)
+    assert (result.requests, result.rps, result.errors) == (35129, 3509.47, 9)
+    assert (result.p50_ms, result.p99_ms, result.max_ms) == (0.85, 18.21, 1020.0)
+    with pytest.raises(ValueError, match="Requests/sec"):
+        parse_wrk(output.replace("Requests/sec", "Reqs"), connections=32, seconds=10)
+
+
+def test_the_figures_go_between_the_markers_and_nowhere_else(tmp_path: Path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(f"intro\n{FIGURES_START}\nold\n{FIGURES_END}\noutro\n")
+    rewrite_figures(doc, "new figures")
+    assert doc.read_text() == f"intro\n{FIGURES_START}\n\nnew figures\n\n{FIGURES_END}\noutro\n"
+    doc.write_text("no markers")
+    with pytest.raises(ValueError, match="markers"):
+        rewrite_figures(doc, "x")
+    assert doc.read_text() == "no markers"
+
+
+def test_small_helpers():
+    assert percentile([5, 1, 3, 2, 4], 0.5) == 3 and percentile([], 0.5) is None
+    assert percentile(list(range(1, 101)), 0.99) == 99
+    assert max_in_window([0, 10, 59, 60, 61, 200], 60) == 4  # [10, 70)
+    assert max_in_window([0, 60, 120], 60) == 1
+    assert [host_address(i) for i in (0, 253, 254)] == ["127.0.0.2", "127.0.0.255", "127.0.1.0"]
+    assert next_version("1.0.9") == "1.0.10"
