@@ -80,7 +80,7 @@ if _craft_apps_redis_url:
         "LOCATION": _craft_apps_redis_url,
         "OPTIONS": {
             "CLIENT_CLASS": "django_redis.client.DefaultClient",
-            "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 30},
+            "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 60},
             "SOCKET_CONNECT_TIMEOUT": 3,
             "SOCKET_TIMEOUT": 5,
         },

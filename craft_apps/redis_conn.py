@@ -4,7 +4,7 @@ The poller must never hold connections the request handlers need, nor wait on a 
 stopped answering. So its alias (``CRAFT_APPS['REDIS_ALIAS']``, default ``craft_apps``) has a
 URL of its own and these OPTIONS (see config/settings.py)::
 
-    {"CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 30},
+    {"CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 60},
      "SOCKET_CONNECT_TIMEOUT": 3, "SOCKET_TIMEOUT": 5}
 
 That is: at most 2 connections; a connection is made within 3 s; every read and write on it,
@@ -147,7 +147,7 @@ def _timeout_problems(where: str, config: Mapping[str, Any]) -> list[Problem]:
                 f"{where}['OPTIONS']['CONNECTION_POOL_KWARGS']['max_connections'] {state}; "
                 f"the poller needs at most {MAX_POOL_CONNECTIONS} connections.",
                 f"Set {where}['OPTIONS']['CONNECTION_POOL_KWARGS'] to "
-                f"{{'max_connections': {MAX_POOL_CONNECTIONS}, 'health_check_interval': 30}}.",
+                f"{{'max_connections': {MAX_POOL_CONNECTIONS}, 'health_check_interval': 60}}.",
             )
         )
     return problems

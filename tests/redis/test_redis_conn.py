@@ -14,7 +14,7 @@ from tests.redis.server import RedisServer
 ALIAS = "craft_apps"
 GOOD_OPTIONS = {
     "CLIENT_CLASS": "django_redis.client.DefaultClient",
-    "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 30},
+    "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 60},
     "SOCKET_CONNECT_TIMEOUT": 3,
     "SOCKET_TIMEOUT": 5,
 }
@@ -69,7 +69,7 @@ def test_an_alias_that_is_not_django_redis_is_an_error(
         ({"SOCKET_CONNECT_TIMEOUT": None}, "SOCKET_CONNECT_TIMEOUT"),
         ({"SOCKET_CONNECT_TIMEOUT": 3.5}, "SOCKET_CONNECT_TIMEOUT"),
         ({"CONNECTION_POOL_KWARGS": None}, "max_connections"),
-        ({"CONNECTION_POOL_KWARGS": {"health_check_interval": 30}}, "max_connections"),
+        ({"CONNECTION_POOL_KWARGS": {"health_check_interval": 60}}, "max_connections"),
         ({"CONNECTION_POOL_KWARGS": {"max_connections": 50}}, "max_connections"),
     ],
 )
