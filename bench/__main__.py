@@ -1,0 +1,125 @@
+"""``python -m bench``: every benchmark, each in a process of its own, then all the figures.
+
+Each benchmark runs as ``python -m bench.<name> ... --json FILE`` (so resident memory and CPU
+time are its own); their Markdown is put together under the machine's description and the
+commands that made it, printed, and with ``--docs`` written between the figure markers of
+docs/benchmarks.md. Sizes default to the full benchmark; the smoke test passes tiny ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.endpoint import EndpointOptions
+from bench.fleet import FleetOptions
+from bench.footprint import FootprintOptions
+from bench.report import machine, markdown_table, read_json_output, rewrite_figures
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    fleet, endpoint, footprint = FleetOptions(), EndpointOptions(), FootprintOptions()
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    group = parser.add_argument_group("fleet")
+    group.add_argument("--hosts", type=int, default=fleet.hosts)
+    group.add_argument("--hours", type=float, default=fleet.hours)
+    group.add_argument("--releases", type=int, default=fleet.releases)
+    group.add_argument("--seed", type=int, default=fleet.seed)
+    group.add_argument("--kill-hours", type=float, default=fleet.kill_hours)
+    group = parser.add_argument_group("endpoint")
+    group.add_argument("--seconds", type=float, default=endpoint.seconds)
+    group.add_argument("--connections", type=int, default=endpoint.connections)
+    group.add_argument("--loadgen", choices=["auto", "wrk", "python"], default=endpoint.loadgen)
+    group.add_argument("--static", choices=["auto", "nginx", "python"], default=endpoint.static)
+    group = parser.add_argument_group("footprint")
+    group.add_argument("--rounds", type=int, default=footprint.rounds)
+    group.add_argument("--idle-ticks", type=int, default=footprint.idle_ticks)
+    group.add_argument("--health-check-ticks", type=int, default=footprint.health_check_ticks)
+    group.add_argument("--health-check-scale", type=float, default=footprint.health_check_scale)
+    group = parser.add_argument_group("output")
+    group.add_argument("--docs", type=Path, help="rewrite the figures in this file (docs/benchmarks.md)")
+    group.add_argument("--json", type=Path, help="write every figure here")
+    return parser.parse_args(argv)
+
+
+def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
+    return {
+        "fleet": [
+            "--hosts", str(args.hosts), "--hours", f"{args.hours:g}", "--releases", str(args.releases),
+            "--seed", str(args.seed), "--kill-hours", f"{args.kill_hours:g}",
+        ],
+        "endpoint": [
+            "--seconds", f"{args.seconds:g}", "--connections", str(args.connections),
+            "--loadgen", args.loadgen, "--static", args.static,
+        ],
+        "footprint": [
+            "--rounds", str(args.rounds), "--idle-ticks", str(args.idle_ticks),
+            "--health-check-ticks", str(args.health_check_ticks),
+            "--health-check-scale", f"{args.health_check_scale:g}",
+        ],
+    }  # fmt: skip
+
+
+def _run(name: str, flags: list[str], output: Path) -> tuple[dict[str, Any], str, float]:
+    command = [sys.executable, "-m", f"bench.{name}", *flags, "--json", str(output)]
+    print(f"== bench.{name} {shlex.join(flags)}", file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"bench.{name} failed with status {done.returncode}")
+    figures, text = read_json_output(output)
+    print(f"   done in {elapsed:.0f} s", file=sys.stderr, flush=True)
+    return figures, text, elapsed
+
+
+TITLES = {
+    "fleet": "Fleet simulation",
+    "endpoint": "Endpoint under load",
+    "footprint": "Poller footprint",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    commands = _commands(args)
+    results: dict[str, Any] = {}
+    sections: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        for name, flags in commands.items():
+            figures, text, elapsed = _run(name, flags, Path(tmp) / f"{name}.json")
+            results[name] = figures
+            command = shlex.join(["python", "-m", f"bench.{name}", *flags])
+            sections.append(f"### {TITLES[name]}\n\n`{command}` ({elapsed:.0f} s)\n\n{text}")
+    rows = machine()
+    results["machine"] = dict(rows)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    figures_markdown = "\n\n".join(
+        [
+            f"Figures of {stamp}, made by `bash .ci/bench`; each section names the command it ran.",
+            "### The machine",
+            markdown_table(["", ""], rows),
+            *sections,
+        ]
+    )
+    print(figures_markdown)
+    if args.docs:
+        rewrite_figures(args.docs, figures_markdown)
+        print(f"\nFigures written to {args.docs}.", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,602 @@
+"""A fleet of real pollers on one virtual clock: what GitHub, Redis and the launchers see.
+
+Each simulated host is the real ``Poller`` with its own state directory (its lease acquired on
+the virtual clock), its own ``GitHubClient`` whose connections leave from an address of its own
+(127.0.0.x, so the GitHub stand-in gives every host its own unauthenticated quota), and, with
+coordination, its own ``SharedStore`` client on one real redis-server, counting its round trips.
+Hosts tick as the poller's runner does (a random 0-30 s first delay, then every 30 s +/- 10%)
+and the stand-in's rate-limit windows follow the same virtual time. New releases are published
+at seeded random times; every write to a host's state file is logged, so the figures are what
+each host's endpoint served. One run reports coordination on and off side by side, and a short
+extra run kills a host right after it claimed an app and asked GitHub about it.
+
+Run ``python -m bench.fleet --help``. The same seed gives the same figures (wall time aside).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import random
+import re
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+import requests
+
+from bench.fleet_metrics import Propagation, RecordingStateStore, ServedLog
+from bench.redis_counting import RedisCounter, command_stats, counted_client
+from bench.report import WarningCounter, json_output, markdown_table, start_redis
+from bench.stats import max_in_window
+from bench.virtual_time import HostClock, HostKilled, Simulation
+from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
+from craft_apps.domain import AppSpec
+from craft_apps.github import FetchOutcome, GitHubClient
+from craft_apps.lease import Lease
+from craft_apps.poller import PollConfig, Poller, ReleaseSource
+from craft_apps.scheduling import CLOCK_SKEW_MARGIN_MS, TICK_MS, startup_delay_ms, tick_delay_ms
+from craft_apps.shared_entry import DEFAULT_KEY_PREFIX, FIELD_CLAIMED_MS, app_key
+from craft_apps.shared_store import SharedStore
+from craft_apps.testing.clock import START_MS
+from craft_apps.testing.demo_releases import demo_release
+from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest
+
+logger = logging.getLogger(__name__)
+
+S = 1000
+MAX_BACKOFF_MS = 14_400 * S
+RATE_LIMIT_STATUSES = (403, 429)
+_VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    hosts: int = 50
+    hours: float = 24.0
+    releases: int = 40  # new releases published during the run, at seeded random times
+    seed: int = 1
+    interval_s: int = DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN  # the default without a token
+    kill_hours: float = 1.5  # the run in which a host dies mid-claim; 0 skips it
+
+
+@dataclass
+class FleetRun:
+    coordinated: bool
+    hosts: int
+    apps: int
+    hours: float
+    interval_s: int
+    wall_s: float
+    cpu_s: float  # this process (the hosts and the stand-in), not redis-server
+    ticks: int
+    github_requests: int
+    requests_per_app_per_interval: float
+    duplicate_requests: int  # asked while the app was still fresh for the fleet
+    rate_limited: int
+    statuses: dict[str, int]
+    busiest_host_requests_per_hour: int  # against GitHub's 60 an hour per unauthenticated client
+    propagation: Propagation
+    propagation_target_s: float
+    redis_round_trips_per_tick: float
+    redis_round_trips_per_idle_tick: float
+    redis_max_round_trips_in_a_tick: int
+    redis_commands_per_tick: float  # as Redis counted them (INFO commandstats)
+    redis_commands_per_tick_client: float  # as the hosts' clients sent them
+    redis_command_mix: dict[str, int]
+    state_files_agree: bool  # every live host's state file, read back, serves what the log says
+    warnings: dict[str, int]
+
+
+@dataclass
+class KillRun:
+    hosts: int
+    hours: float
+    killed_host: str | None
+    app: str | None
+    claimed_at_s: float | None  # since the start of the run
+    dead_request_at_s: float | None  # the dead host's request, answered but never shared
+    next_request_at_s: float | None  # the next request for the app, by a live host
+    next_request_by: str | None
+    lapse_s: float | None  # from the claim to that next request
+    requests_while_fresh: int  # for the app, from the claim until it was due again
+    extra_requests: int
+
+
+@dataclass
+class FleetReport:
+    options: FleetOptions
+    on: FleetRun
+    off: FleetRun
+    kill: KillRun | None
+
+
+# --- One simulated host ----------------------------------------------------------------------
+
+
+def host_address(index: int) -> str:
+    """127.0.0.2, 127.0.0.3, ...: a loopback address per host (all of 127/8 is local)."""
+    number = index + 2
+    return f"127.{(number >> 16) & 0xFF}.{(number >> 8) & 0xFF}.{number & 0xFF}"
+
+
+def bind_source_address(session: requests.Session, address: str) -> None:
+    """Makes every new connection of ``session`` leave from ``address`` (after GitHubClient
+    mounted its adapters, which it does on every session it is given)."""
+    for prefix in ("http://", "https://"):
+        adapter = session.get_adapter(prefix)
+        adapter.poolmanager.connection_pool_kw["source_address"] = (address, 0)  # type: ignore[attr-defined]
+
+
+@dataclass
+class HostStats:
+    ticks: int = 0
+    idle_ticks: int = 0
+    idle_round_trips: int = 0
+    max_round_trips: int = 0
+    request_times_ms: list[int] = field(default_factory=list)
+
+
+class CountingSource(ReleaseSource):
+    """The host's GitHub client, noting when it asked; ``after_request`` may kill the host."""
+
+    def __init__(self, client: GitHubClient, clock: HostClock, stats: HostStats) -> None:
+        self.client = client
+        self.clock = clock
+        self.stats = stats
+        self.after_request: Callable[[str], None] | None = None
+
+    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome:
+        self.stats.request_times_ms.append(self.clock.now_ms())
+        outcome = self.client.fetch_latest_release(repo, etag)
+        if self.after_request is not None:
+            self.after_request(repo)
+        return outcome
+
+
+@dataclass
+class _Host:
+    name: str
+    stats: HostStats
+    counter: RedisCounter
+    store: RecordingStateStore | None = None
+    source: CountingSource | None = None
+    redis_client: redis.Redis | None = None
+
+
+class KillSwitch:
+    """Kills the first host that asks GitHub at or after ``at_ms``, right after the answer came
+    back and before anything was shared: its claim stands in Redis, its request was counted."""
+
+    def __init__(self, at_ms: int, admin: redis.Redis, apps: tuple[AppSpec, ...]) -> None:
+        self.at_ms = at_ms
+        self.admin = admin
+        self.apps_by_repo = {app.repo: app for app in apps}
+        self.fired: tuple[str, str, int, int | None] | None = None  # host, app, request, claim
+
+    def arm(self, host: str, source: CountingSource) -> None:
+        def after_request(repo: str) -> None:
+            now_ms = source.clock.now_ms()
+            if self.fired is not None or now_ms < self.at_ms:
+                return
+            app = self.apps_by_repo[repo]
+            claimed = self.admin.hget(app_key(DEFAULT_KEY_PREFIX, app.key), FIELD_CLAIMED_MS)
+            claimed_ms = int(claimed) if isinstance(claimed, bytes) else None
+            self.fired = (host, app.key, source.stats.request_times_ms[-1], claimed_ms)
+            raise HostKilled(host)
+
+        source.after_request = after_request
+
+
+# --- A run -----------------------------------------------------------------------------------
+
+
+def publish_schedule(
+    options: FleetOptions, apps: tuple[AppSpec, ...], duration_ms: int
+) -> list[tuple[int, AppSpec]]:
+    """Seeded (time since start, app) pairs, early enough to reach every host before the end."""
+    rng = random.Random(options.seed)
+    low = min(600 * S, duration_ms // 6)
+    high = max(low, duration_ms - options.interval_s * S - 600 * S)
+    return sorted((rng.randint(low, high), rng.choice(apps)) for _ in range(options.releases))
+
+
+def next_version(version: str) -> str:
+    match = _VERSION.fullmatch(version)
+    if match is None:
+        return version + ".1"
+    major, minor, patch = (int(part) for part in match.groups())
+    return f"{major}.{minor}.{patch + 1}"
+
+
+def simulate(
+    options: FleetOptions,
+    *,
+    coordinated: bool,
+    redis_port: int,
+    workdir: Path,
+    hours: float | None = None,
+    kill_after_ms: int | None = None,
+) -> tuple[FleetRun, KillSwitch | None, list[RecordedRequest], dict[str, HostStats]]:
+    apps = DEFAULT_APPS
+    hours = options.hours if hours is None else hours
+    duration_ms = round(hours * 3600 * S)
+    interval_ms = options.interval_s * S
+    simulation = Simulation(START_MS)
+    admin = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=10)
+    admin.flushall()
+    admin.config_resetstat()
+    log = ServedLog([app.key for app in apps], START_MS)
+    stand_in = FakeGitHub(now=simulation.now_s, web_url=DEFAULT_GITHUB_WEB_URL).start()
+    versions: dict[str, str] = {}
+    published_at = datetime.fromtimestamp(START_MS / 1000, UTC)
+    for app in apps:
+        release = demo_release(app, "1.0.0", published_at)
+        stand_in.publish(app.repo, release)
+        versions[app.key] = "1.0.0"
+        log.published(app.key, release["tag_name"], START_MS)
+
+    def publish(app: AppSpec) -> None:
+        versions[app.key] = next_version(versions[app.key])
+        at = datetime.fromtimestamp(simulation.now_ms / 1000, UTC)
+        release = demo_release(app, versions[app.key], at)
+        stand_in.publish(app.repo, release)
+        log.published(app.key, release["tag_name"], simulation.now_ms)
+
+    for offset_ms, app in publish_schedule(options, apps, duration_ms):
+        simulation.call_at(START_MS + offset_ms, lambda app=app: publish(app))  # type: ignore[misc]
+
+    kill_switch = None
+    if kill_after_ms is not None:
+        kill_switch = KillSwitch(START_MS + kill_after_ms, admin, apps)
+    hosts: list[_Host] = []
+    config = PollConfig(apps=apps, interval_ms=interval_ms, max_backoff_ms=MAX_BACKOFF_MS)
+    for index in range(options.hosts):
+        host = _Host(name=f"host-{index:02d}", stats=HostStats(), counter=RedisCounter())
+        hosts.append(host)
+        body = _host_body(
+            host,
+            index,
+            config=config,
+            state_dir=workdir / host.name,
+            stand_in_url=stand_in.url,
+            redis_port=redis_port if coordinated else None,
+            log=log,
+            now_ms=lambda: simulation.now_ms,
+            kill_switch=kill_switch,
+        )
+        simulation.spawn(host.name, body, random.Random(f"{options.seed}:{index}"))
+
+    with WarningCounter() as warnings:
+        before_stats = command_stats(admin)
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            simulation.run(START_MS + duration_ms)
+        finally:
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            records = stand_in.requests
+            stand_in.stop()
+        server_commands = command_stats(admin) - before_stats
+    dead = set(simulation.killed())
+    live = [h for h in hosts if h.name not in dead]
+    agree = _state_files_agree(live, log, apps)
+    for host in hosts:
+        if host.source is not None:
+            host.source.client.close()
+        if host.redis_client is not None:
+            host.redis_client.close()
+        if host.store is not None:
+            host.store.close()
+    admin.close()
+
+    ticks = sum(h.stats.ticks for h in hosts)
+    idle_ticks = sum(h.stats.idle_ticks for h in hosts)
+    round_trips = sum(h.counter.round_trips for h in hosts)
+    client_commands = sum(h.counter.commands for h in hosts)
+    asked = [r for r in records if r.repo is not None]
+    statuses = Counter(str(r.status) for r in asked)
+    run = FleetRun(
+        coordinated=coordinated,
+        hosts=options.hosts,
+        apps=len(apps),
+        hours=hours,
+        interval_s=options.interval_s,
+        wall_s=round(wall, 1),
+        cpu_s=round(cpu, 1),
+        ticks=ticks,
+        github_requests=len(asked),
+        requests_per_app_per_interval=round(len(asked) / len(apps) / (duration_ms / interval_ms), 3),
+        duplicate_requests=_duplicates(asked, interval_ms - CLOCK_SKEW_MARGIN_MS),
+        rate_limited=sum(1 for r in asked if r.status in RATE_LIMIT_STATUSES),
+        statuses=dict(sorted(statuses.items())),
+        busiest_host_requests_per_hour=max(
+            (max_in_window(h.stats.request_times_ms, 3600 * S) for h in hosts), default=0
+        ),
+        propagation=log.figures([h.name for h in live], START_MS + duration_ms),
+        propagation_target_s=(interval_ms + TICK_MS) / S,
+        redis_round_trips_per_tick=round(round_trips / ticks, 3) if ticks else 0.0,
+        redis_round_trips_per_idle_tick=round(sum(h.stats.idle_round_trips for h in hosts) / idle_ticks, 3)
+        if idle_ticks
+        else 0.0,
+        redis_max_round_trips_in_a_tick=max((h.stats.max_round_trips for h in hosts), default=0),
+        redis_commands_per_tick=round(sum(server_commands.values()) / ticks, 3) if ticks else 0.0,
+        redis_commands_per_tick_client=round(client_commands / ticks, 3) if ticks else 0.0,
+        redis_command_mix=dict(server_commands.most_common()),
+        state_files_agree=agree,
+        warnings=dict(warnings.counts),
+    )
+    return run, kill_switch, records, {h.name: h.stats for h in hosts}
+
+
+def _host_body(
+    host: _Host,
+    index: int,
+    *,
+    config: PollConfig,
+    state_dir: Path,
+    stand_in_url: str,
+    redis_port: int | None,
+    log: ServedLog,
+    now_ms: Callable[[], int],
+    kill_switch: KillSwitch | None,
+) -> Callable[[HostClock], None]:
+    """What the runner does on a host, on the host's virtual clock."""
+
+    def body(clock: HostClock) -> None:
+        store = RecordingStateStore(state_dir, host=host.name, log=log, now_ms=now_ms)
+        host.store = store
+        store.open_for_writing()
+        lease = Lease(store, holder=host.name, clock=clock)
+        if not lease.try_acquire() or lease.fence is None:
+            raise RuntimeError(f"{host.name} could not take its own lease")
+        session = requests.Session()
+        client = GitHubClient(
+            api_url=stand_in_url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock, session=session
+        )
+        bind_source_address(session, host_address(index))
+        source = CountingSource(client, clock, host.stats)
+        host.source = source
+        if kill_switch is not None:
+            kill_switch.arm(host.name, source)
+        shared = None
+        if redis_port is not None:
+            host.redis_client = counted_client(redis_port, host.counter)
+            shared = SharedStore(host.redis_client, hostname=host.name)
+        poller = Poller(
+            config=config, github=source, host=store, fence=lease.fence, clock=clock, shared=shared
+        )
+        poller.load_host_state()
+        poller.warm_start()
+        if not clock.sleep(startup_delay_ms(clock.random()) / 1000):
+            return
+        stats = host.stats
+        while True:
+            before = host.counter.round_trips
+            report = poller.tick()
+            used = host.counter.round_trips - before
+            stats.ticks += 1
+            stats.max_round_trips = max(stats.max_round_trips, used)
+            if report.round.requests() == 0:
+                stats.idle_ticks += 1
+                stats.idle_round_trips += used
+            if not clock.sleep(tick_delay_ms(clock.random()) / 1000):
+                return
+
+    return body
+
+
+def _duplicates(asked: list[RecordedRequest], fresh_ms: int) -> int:
+    """Requests for an app made while the previous request's answer was still fresh."""
+    last: dict[str, float] = {}
+    duplicates = 0
+    for request in sorted(asked, key=lambda r: r.time):
+        assert request.repo is not None
+        previous = last.get(request.repo)
+        if previous is not None and (request.time - previous) * S < fresh_ms:
+            duplicates += 1
+        last[request.repo] = request.time
+    return duplicates
+
+
+def _state_files_agree(live: list[_Host], log: ServedLog, apps: tuple[AppSpec, ...]) -> bool:
+    """Reads every live host's state file back through the endpoint's own read path."""
+    for host in live:
+        if host.store is None:
+            return False
+        served = host.store.read().apps
+        for app in apps:
+            state = served.get(app.key)
+            tag = state.latest_release.tag if state and state.latest_release else None
+            if tag != log.shown_tag(host.name, app.key):
+                return False
+    return True
+
+
+# --- The kill scenario -----------------------------------------------------------------------
+
+
+def kill_scenario(options: FleetOptions, redis_port: int, workdir: Path) -> KillRun:
+    """A coordinated run in which the first host to ask GitHub after half an interval dies right
+    after its request was answered, before it shared anything."""
+    interval_ms = options.interval_s * S
+    _, switch, records, stats = simulate(
+        options,
+        coordinated=True,
+        redis_port=redis_port,
+        workdir=workdir,
+        hours=options.kill_hours,
+        kill_after_ms=interval_ms // 2,
+    )
+    assert switch is not None
+    run = KillRun(
+        hosts=options.hosts,
+        hours=options.kill_hours,
+        killed_host=None,
+        app=None,
+        claimed_at_s=None,
+        dead_request_at_s=None,
+        next_request_at_s=None,
+        next_request_by=None,
+        lapse_s=None,
+        requests_while_fresh=0,
+        extra_requests=0,
+    )
+    if switch.fired is None:
+        return run
+    host, key, request_ms, claimed_ms = switch.fired
+    repo = next(app.repo for app in DEFAULT_APPS if app.key == key)
+    claim_ms = claimed_ms if claimed_ms is not None else request_ms
+    times = sorted(round(r.time * S) for r in records if r.repo == repo)
+    fresh_until = claim_ms + interval_ms - CLOCK_SKEW_MARGIN_MS
+    while_fresh = [t for t in times if claim_ms <= t < fresh_until]
+    later = [t for t in times if t > request_ms]
+    next_ms = later[0] if later else None
+    by = None
+    if next_ms is not None:
+        by = next((name for name, s in stats.items() if next_ms in s.request_times_ms and name != host), None)
+    run.killed_host = host
+    run.app = key
+    run.claimed_at_s = (claim_ms - START_MS) / S
+    run.dead_request_at_s = (request_ms - START_MS) / S
+    run.next_request_at_s = None if next_ms is None else (next_ms - START_MS) / S
+    run.next_request_by = by
+    run.lapse_s = None if next_ms is None else (next_ms - claim_ms) / S
+    run.requests_while_fresh = len(while_fresh)
+    run.extra_requests = max(0, len(while_fresh) - 1)
+    return run
+
+
+# --- The benchmark ---------------------------------------------------------------------------
+
+
+def run_fleet_benchmark(options: FleetOptions, redis_port: int | None = None) -> FleetReport:
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-fleet-")))
+        if redis_port is None:
+            redis_port = stack.enter_context(start_redis(workdir / "redis")).port
+        on, _, _, _ = simulate(options, coordinated=True, redis_port=redis_port, workdir=workdir / "on")
+        off, _, _, _ = simulate(options, coordinated=False, redis_port=redis_port, workdir=workdir / "off")
+        kill = None
+        if options.kill_hours > 0:
+            kill = kill_scenario(options, redis_port, workdir / "kill")
+        return FleetReport(options=options, on=on, off=off, kill=kill)
+
+
+def _fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.{digits}f}{unit}"
+
+
+def markdown(report: FleetReport) -> str:
+    o, on, off = report.options, report.on, report.off
+    prop_on, prop_off = on.propagation, off.propagation
+    target_prop = f"<= {on.propagation_target_s:,.0f} s"
+    seconds = " s"
+    rows = [
+        ("wall time (CPU of this process)", f"{on.wall_s} s ({on.cpu_s} s)",
+         f"{off.wall_s} s ({off.cpu_s} s)", "< 120 s for 50 hosts, 24 h"),
+        ("host ticks", f"{on.ticks:,}", f"{off.ticks:,}", ""),
+        ("GitHub requests", f"{on.github_requests:,}", f"{off.github_requests:,}", ""),
+        ("GitHub requests per app per interval", f"{on.requests_per_app_per_interval:.3f}",
+         f"{off.requests_per_app_per_interval:.3f}", f"<= 1.05 on; about {o.hosts} off"),
+        ("requests while the app was fresh (duplicates)", str(on.duplicate_requests),
+         f"{off.duplicate_requests:,}", "0 on"),
+        ("rate-limited requests (403/429)", str(on.rate_limited), str(off.rate_limited), "0"),
+        ("busiest host: requests in one hour (quota 60)", str(on.busiest_host_requests_per_hour),
+         str(off.busiest_host_requests_per_hour), "< 60"),
+        ("releases published / shown by every host", f"{prop_on.published} / {prop_on.everywhere}",
+         f"{prop_off.published} / {prop_off.everywhere}", "all"),
+        ("publish -> every host's state file: p95", _fmt(prop_on.p95_s, 0, seconds),
+         _fmt(prop_off.p95_s, 0, seconds), target_prop),
+        ("publish -> every host's state file: max", _fmt(prop_on.max_s, 0, seconds),
+         _fmt(prop_off.max_s, 0, seconds), target_prop),
+        ("cold start: every host serving every app", _fmt(prop_on.cold_start_s, 0, " s"),
+         _fmt(prop_off.cold_start_s, 0, " s"), ""),
+        ("largest staleness served (now - app_last_fetched)", _fmt(prop_on.max_staleness_s, 0, " s"),
+         _fmt(prop_off.max_staleness_s, 0, " s"), ""),
+        ("Redis round trips per host per tick (all / idle / max)",
+         f"{on.redis_round_trips_per_tick:.3f} / {on.redis_round_trips_per_idle_tick:.3f} / "
+         f"{on.redis_max_round_trips_in_a_tick}", "0 / 0 / 0", "idle: 1"),
+        ("Redis commands per host per tick (Redis's count / clients')",
+         f"{on.redis_commands_per_tick:.3f} / {on.redis_commands_per_tick_client:.3f}",
+         f"{off.redis_commands_per_tick:.3f} / {off.redis_commands_per_tick_client:.3f}", ""),
+        ("state files read back agree with the log", _yes(on.state_files_agree),
+         _yes(off.state_files_agree), "yes"),
+        ("warnings logged", _counts(on.warnings), _counts(off.warnings), ""),
+    ]  # fmt: skip
+    lines = [
+        f"{o.hosts} hosts, {on.apps} apps, {o.hours:g} simulated hours, interval {o.interval_s} s "
+        f"(the default without a token), {o.releases} releases published at random times, seed {o.seed}.",
+        "",
+        markdown_table(["", "coordination on", "coordination off", "target"], rows),
+        "",
+        f"Redis commands with coordination on, as Redis counted them: {_counts(on.redis_command_mix)}.",
+    ]
+    if report.kill is not None:
+        lines += ["", *kill_markdown(report.kill)]
+    return "\n".join(lines)
+
+
+def kill_markdown(kill: KillRun) -> list[str]:
+    title = f"A host killed mid-claim ({kill.hosts} hosts, {kill.hours:g} simulated hours, coordination on):"
+    if kill.killed_host is None:
+        return [title, "", "no host asked GitHub after the kill time: nothing to show."]
+    rows = [
+        ("killed host, app", f"{kill.killed_host}, {kill.app}"),
+        ("its claim, its request (answered, never shared)",
+         f"{_fmt(kill.claimed_at_s, 0, ' s')}, {_fmt(kill.dead_request_at_s, 0, ' s')}"),
+        ("next request for the app", f"{_fmt(kill.next_request_at_s, 0, ' s')} by {kill.next_request_by}"),
+        ("from the claim to that request (claim window 60 s)", _fmt(kill.lapse_s, 0, " s")),
+        ("requests for the app until it was due again", str(kill.requests_while_fresh)),
+        ("extra requests", f"{kill.extra_requests} (target: at most 1)"),
+    ]  # fmt: skip
+    return [title, "", markdown_table(["", ""], rows)]
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "NO"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {count:,}" for name, count in counts.items()) or "none"
+
+
+def main(argv: list[str] | None = None) -> int:
+    defaults = FleetOptions()
+    parser = argparse.ArgumentParser(prog="python -m bench.fleet", description=__doc__.split("\n")[0])
+    parser.add_argument("--hosts", type=int, default=defaults.hosts)
+    parser.add_argument("--hours", type=float, default=defaults.hours)
+    parser.add_argument("--releases", type=int, default=defaults.releases)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--interval", type=int, default=defaults.interval_s, help="poll interval, seconds")
+    parser.add_argument("--kill-hours", type=float, default=defaults.kill_hours, help="0 skips the kill run")
+    parser.add_argument("--json", type=Path, help="also write the figures and their Markdown here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not 1 <= args.hosts <= 60_000:
+        parser.error("--hosts must be between 1 and 60000")
+    options = FleetOptions(
+        hosts=args.hosts,
+        hours=args.hours,
+        releases=args.releases,
+        seed=args.seed,
+        interval_s=args.interval,
+        kill_hours=args.kill_hours,
+    )
+    report = run_fleet_benchmark(options)
+    text = markdown(report)
+    print(text)
+    if args.json:
+        json_output(args.json, asdict(report), text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
