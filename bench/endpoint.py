@@ -40,6 +40,7 @@ from craft_apps.clock import SystemClock
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppState
 from craft_apps.lease import Lease
+from craft_apps.release_info import RECHECK_S
 from craft_apps.release_parsing import parse_release
 from craft_apps.state_store import StateStore
 from craft_apps.testing.demo_releases import demo_releases
@@ -240,13 +241,18 @@ class ChangeWriter(threading.Thread):
             self.store.close_current_thread()
 
 
-def serves_change(url: str, change: tuple[str, int] | None) -> bool:
+def serves_change(url: str, change: tuple[str, int] | None, workers: int) -> bool:
+    """Whether every worker serves the last change once the endpoint's recheck window passed."""
     if change is None:
         return False
-    with urllib.request.urlopen(url, timeout=5) as answer:
-        data = json.load(answer)
+    time.sleep(RECHECK_S + 0.05)
     key, fetched_ms = change
-    return bool(data["release_info"]["apps"][key]["app_last_fetched"] == format_ms(fetched_ms))
+    for _ in range(4 * workers):
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            data = json.load(answer)
+        if data["release_info"]["apps"][key]["app_last_fetched"] != format_ms(fetched_ms):
+            return False
+    return True
 
 
 # --- The benchmark ---------------------------------------------------------------------------
@@ -310,7 +316,7 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
                 writer.join(timeout=30)
             if writer.error is not None:
                 raise RuntimeError(f"the change writer failed: {writer.error!r}")
-            last_served = serves_change(ours_url, writer.last)
+            last_served = serves_change(ours_url, writer.last, options.workers)
     return EndpointReport(
         options=options,
         loadgen=tool,

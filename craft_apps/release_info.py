@@ -13,6 +13,8 @@ from datetime import datetime
 from craft_apps.domain import AppReleaseInfo, AppSpec, AppState, ReleaseInfo
 from craft_apps.timefmt import ms_to_datetime
 
+RECHECK_S = 0.1  # the endpoint looks at the state file at most this often: a change shows within it
+
 
 def build_release_info(apps: Iterable[AppSpec], states: Mapping[str, AppState]) -> ReleaseInfo:
     listed: dict[str, AppReleaseInfo] = {}

@@ -13,17 +13,21 @@ import hashlib
 import json
 import logging
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
-from craft_apps.release_info import build_release_info
+from craft_apps.release_info import RECHECK_S, build_release_info
 from craft_apps.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.state_store import StateStore, StateUnavailable
 
@@ -58,18 +62,40 @@ def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
 
 
 class AnswerCache:
-    """The encoded answer of the last state version this process saw, and the last good one."""
+    """The encoded answer of the last state version this process saw, and the last good one.
 
-    def __init__(self) -> None:
+    The state file's version (and the settings) are looked at no more than once per
+    ``recheck_s`` (0.1 s): that look costs as much as the rest of the request, and a change still
+    shows within a tenth of a second. ``override_settings`` takes effect at once (``forget``
+    runs on Django's ``setting_changed``).
+    """
+
+    def __init__(self, recheck_s: float = RECHECK_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.recheck_s = recheck_s
+        self._monotonic = monotonic
         self._lock = threading.Lock()
         self._stores: dict[Path, StateStore] = {}
         self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...]] | None = None
-        self._answer: EncodedAnswer | None = None
+        self._answer: EncodedAnswer | None = None  # the last good one
         self._failure: str | None = None
+        # What was served last, and until when it stands without a look.
+        self._served: tuple[EncodedAnswer, float] | None = None
 
     def answer(self) -> EncodedAnswer:
-        apps = app_settings.APPS
-        store = self._store(app_settings.STATE_DIR)
+        now = self._monotonic()
+        served = self._served
+        if served is not None and now < served[1]:
+            return served[0]
+        answer = self._look(app_settings.STATE_DIR, app_settings.APPS)
+        self._served = (answer, now + self.recheck_s)
+        return answer
+
+    def forget(self) -> None:
+        """The next request looks at the settings and the state file again."""
+        self._served = None
+
+    def _look(self, state_dir: Path, apps: tuple[AppSpec, ...]) -> EncodedAnswer:
+        store = self._store(state_dir)
         try:
             marker = store.version_marker()
             if self._key == (store.path, marker, apps) and self._answer is not None:
@@ -110,10 +136,16 @@ class AnswerCache:
     def clear(self) -> None:
         """Forgets everything (tests)."""
         with self._lock:
-            self._key, self._answer, self._failure = None, None, None
+            self._key, self._answer, self._failure, self._served = None, None, None, None
 
 
 answers = AnswerCache()
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("CRAFT_APPS", "BASE_DIR"):
+        answers.forget()
 
 
 class ReleaseInfoView(APIView):
@@ -145,7 +177,7 @@ class ReleaseInfoView(APIView):
 
 def respond(request: HttpRequest) -> HttpResponse:
     answer = answers.answer()
-    not_modified = request.headers.get("If-None-Match") == answer.etag
+    not_modified = request.META.get("HTTP_IF_NONE_MATCH") == answer.etag
     head_only = request.method == "HEAD" or not_modified
     response = HttpResponse(
         b"" if head_only else answer.body,
@@ -154,6 +186,6 @@ def respond(request: HttpRequest) -> HttpResponse:
     )
     response["Cache-Control"] = answer.cache_control
     response["ETag"] = answer.etag
-    if not not_modified:
-        response["Content-Length"] = str(len(answer.body))
+    if request.method == "HEAD":
+        response["Content-Length"] = str(len(answer.body))  # a GET's is set on the way out
     return response

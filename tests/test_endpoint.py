@@ -102,8 +102,9 @@ def expected_asset(index: int, suffix: str, platform: AssetPlatform | None) -> d
 
 
 @pytest.fixture
-def site(state_dir: Path, settings):
+def site(state_dir: Path, settings, monkeypatch):
     settings.CRAFT_APPS = {"APPS": TWO_APPS, "STATE_DIR": str(state_dir)}
+    monkeypatch.setattr(views.answers, "recheck_s", 0.0)  # look at the state file on every request
     views.answers.clear()
     yield state_dir
     views.answers.clear()
@@ -258,6 +259,30 @@ def test_a_new_release_shows_on_the_next_request(site: Path, client: Client):
     publish(site, {"photocraft": AppState(latest_release=full_release(), fetched_ms=LATE_MS + 1)})
     latest = get(client)[1]["release_info"]["apps"]["photocraft"]["latest_release"]  # type: ignore[index]
     assert latest["tag"] == "v0.5.0"
+
+
+def test_the_state_file_is_looked_at_no_more_than_every_tenth_of_a_second(site: Path, monkeypatch):
+    clock = [100.0]
+    cache = views.AnswerCache(monotonic=lambda: clock[0])
+    monkeypatch.setattr(views, "answers", cache)
+    client = Client()
+    store = publish(site, {"photocraft": AppState(fetched_ms=LATE_MS)})
+    looks: list[int] = []
+    real_marker = store.version_marker
+
+    def counting_marker(self):
+        looks.append(1)
+        return real_marker()
+
+    monkeypatch.setattr(type(store), "version_marker", counting_marker)
+    first = client.get(URL).content
+    publish(site, {"photocraft": AppState(fetched_ms=LATE_MS + 1000)})
+    clock[0] += 0.099
+    assert client.get(URL).content == first, "within 0.1 s the kept answer stands"
+    assert len(looks) == 1
+    clock[0] += 0.002
+    assert b"12:05:01Z" in client.get(URL).content, "then the change shows"
+    assert len(looks) == 2
 
 
 class TestNeverFails:
