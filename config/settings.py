@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from craft_apps.redis_options import poller_cache
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "demo-only-not-secret")
@@ -66,25 +68,10 @@ CACHES: dict[str, dict[str, object]] = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
 }
 
-_craft_apps_redis_url = os.environ.get("CRAFT_APPS_REDIS_URL", "").strip()
-if _craft_apps_redis_url:
-    # The poller's own alias. django-redis keeps one connection pool per URL, so this URL must
-    # differ from every other alias's (client_name does that) to get the small pool with
-    # timeouts below instead of sharing the site's pool.
-    if "client_name=" not in _craft_apps_redis_url:
-        _craft_apps_redis_url += (
-            "&" if "?" in _craft_apps_redis_url else "?"
-        ) + "client_name=craft_apps_poller"
-    CACHES["craft_apps"] = {
-        "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": _craft_apps_redis_url,
-        "OPTIONS": {
-            "CLIENT_CLASS": "django_redis.client.DefaultClient",
-            "CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 60},
-            "SOCKET_CONNECT_TIMEOUT": 3,
-            "SOCKET_TIMEOUT": 5,
-        },
-    }
+if os.environ.get("CRAFT_APPS_REDIS_URL", "").strip():
+    # The poller's own alias: its own URL (so its own small pool) and timeouts; see
+    # craft_apps.redis_options.
+    CACHES["craft_apps"] = poller_cache(os.environ["CRAFT_APPS_REDIS_URL"].strip())
 
 STATIC_URL = "static/"
 USE_TZ = True

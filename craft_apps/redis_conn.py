@@ -2,13 +2,9 @@
 
 The poller must never hold connections the request handlers need, nor wait on a Redis that
 stopped answering. So its alias (``CRAFT_APPS['REDIS_ALIAS']``, default ``craft_apps``) has a
-URL of its own and these OPTIONS (see config/settings.py)::
-
-    {"CONNECTION_POOL_KWARGS": {"max_connections": 2, "health_check_interval": 60},
-     "SOCKET_CONNECT_TIMEOUT": 3, "SOCKET_TIMEOUT": 5}
-
-That is: at most 2 connections; a connection is made within 3 s; every read and write on it,
-the pool's health-check ``PING`` included, gives up after 5 s. django-redis builds its pools
+URL of its own and the OPTIONS of ``craft_apps.redis_options.poller_cache``: at most 2
+connections; a connection is made within 3 s; every read and write on it, the pool's
+health-check ``PING`` included, gives up after 5 s. django-redis builds its pools
 without redis-py's client-level retries, so a call fails once, within those bounds, and the
 poller carries on alone. ``alias_problems`` reports an alias that doesn't meet this.
 
@@ -27,14 +23,19 @@ import redis
 from django.conf import settings
 
 from craft_apps.conf import Problem
+from craft_apps.redis_options import (
+    HEALTH_CHECK_INTERVAL_SECS,
+    MAX_POOL_CONNECTIONS,
+    POLLER_CLIENT_NAME,
+    SOCKET_CONNECT_TIMEOUT_SECS,
+    SOCKET_TIMEOUT_SECS,
+)
 
 logger = logging.getLogger(__name__)
 
 DJANGO_REDIS_BACKEND = "django_redis.cache.RedisCache"
-MAX_SOCKET_TIMEOUT_SECS = 5
-MAX_SOCKET_CONNECT_TIMEOUT_SECS = 3
-MAX_POOL_CONNECTIONS = 2
-POLLER_CLIENT_NAME = "craft_apps_poller"
+MAX_SOCKET_TIMEOUT_SECS = SOCKET_TIMEOUT_SECS
+MAX_SOCKET_CONNECT_TIMEOUT_SECS = SOCKET_CONNECT_TIMEOUT_SECS
 
 _MAX_ERROR_CHARS = 300
 # user:password@ in a URL, and password=... in a query string or an option dump.
@@ -147,7 +148,8 @@ def _timeout_problems(where: str, config: Mapping[str, Any]) -> list[Problem]:
                 f"{where}['OPTIONS']['CONNECTION_POOL_KWARGS']['max_connections'] {state}; "
                 f"the poller needs at most {MAX_POOL_CONNECTIONS} connections.",
                 f"Set {where}['OPTIONS']['CONNECTION_POOL_KWARGS'] to "
-                f"{{'max_connections': {MAX_POOL_CONNECTIONS}, 'health_check_interval': 60}}.",
+                f"{{'max_connections': {MAX_POOL_CONNECTIONS}, "
+                f"'health_check_interval': {HEALTH_CHECK_INTERVAL_SECS}}}.",
             )
         )
     return problems
