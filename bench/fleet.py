@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import multiprocessing
 import random
 import re
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -475,13 +477,24 @@ def kill_scenario(options: FleetOptions, redis_port: int, workdir: Path) -> Kill
 # --- The benchmark ---------------------------------------------------------------------------
 
 
+def _simulate_mode(options: FleetOptions, coordinated: bool, redis_port: int, workdir: Path) -> FleetRun:
+    return simulate(options, coordinated=coordinated, redis_port=redis_port, workdir=workdir)[0]
+
+
 def run_fleet_benchmark(options: FleetOptions, redis_port: int | None = None) -> FleetReport:
+    """Coordination on and off side by side: the two simulations run at once, each in a process
+    of its own with a redis-server of its own (one core each on a two-core machine)."""
     with contextlib.ExitStack() as stack:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-fleet-")))
         if redis_port is None:
             redis_port = stack.enter_context(start_redis(workdir / "redis")).port
-        on, _, _, _ = simulate(options, coordinated=True, redis_port=redis_port, workdir=workdir / "on")
-        off, _, _, _ = simulate(options, coordinated=False, redis_port=redis_port, workdir=workdir / "off")
+        off_redis_port = stack.enter_context(start_redis(workdir / "redis-off")).port
+        pool = stack.enter_context(
+            ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
+        )
+        running_on = pool.submit(_simulate_mode, options, True, redis_port, workdir / "on")
+        running_off = pool.submit(_simulate_mode, options, False, off_redis_port, workdir / "off")
+        on, off = running_on.result(), running_off.result()
         kill = None
         if options.kill_hours > 0:
             kill = kill_scenario(options, redis_port, workdir / "kill")
