@@ -29,12 +29,12 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from itertools import cycle
 from pathlib import Path
 
 from bench.loadgen import LoadResult, run_load, wrk_available
-from bench.report import json_output, markdown_table
+from bench.report import finish, markdown_table
 from bench.site_paths import BARE_BODY_ENV, BARE_PATH
 from craft_apps.clock import SystemClock
 from craft_apps.conf import DEFAULT_APPS
@@ -405,11 +405,7 @@ def main(argv: list[str] | None = None) -> int:
         static=args.static,
     )
     report = run_endpoint_benchmark(options)
-    text = markdown(report)
-    print(text)
-    if args.json:
-        json_output(args.json, asdict(report), text)
-    return 0
+    return finish(report, markdown(report), args.json)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -35,7 +35,7 @@ import requests
 
 from bench.fleet_metrics import Propagation, RecordingStateStore, ServedLog
 from bench.redis_counting import RedisCounter, command_stats, counted_client
-from bench.report import WarningCounter, json_output, markdown_table, start_redis
+from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import max_in_window
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
@@ -604,11 +604,7 @@ def main(argv: list[str] | None = None) -> int:
         kill_hours=args.kill_hours,
     )
     report = run_fleet_benchmark(options)
-    text = markdown(report)
-    print(text)
-    if args.json:
-        json_output(args.json, asdict(report), text)
-    return 0
+    return finish(report, markdown(report), args.json)
 
 
 if __name__ == "__main__":

@@ -23,13 +23,13 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import redis
 
 from bench.redis_counting import RedisCounter, command_stats, counted_client
-from bench.report import WarningCounter, json_output, markdown_table, start_redis
+from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import percentile
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
 from craft_apps.github import GitHubClient
@@ -115,25 +115,41 @@ def run_footprint(options: FootprintOptions) -> FootprintReport:
             return report
 
 
+def leased_poller(
+    name: str,
+    state_dir: Path,
+    options: FootprintOptions,
+    clock: QuietClock,
+    stand_in: FakeGitHub,
+    client: redis.Redis,
+) -> tuple[Poller, GitHubClient, StateStore]:
+    """A coordinated poller holding the lease of its own state file, asking the stand-in; with
+    its GitHub client and state store, to close."""
+    store = StateStore(state_dir)
+    store.open_for_writing()
+    lease = Lease(store, holder=name, clock=clock)
+    if not lease.try_acquire() or lease.fence is None:
+        raise RuntimeError("could not take the lease")
+    github = GitHubClient(api_url=stand_in.url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock)
+    poller = Poller(
+        config=PollConfig(DEFAULT_APPS, options.interval_s * S, 14_400 * S),
+        github=github,
+        host=store,
+        fence=lease.fence,
+        clock=clock,
+        shared=SharedStore(client, hostname=name),
+    )
+    return poller, github, store
+
+
 def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> FootprintReport:
     clock = QuietClock()
     counter = RedisCounter()
     client = counted_client(redis_port, counter)
     admin = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=10)
     with FakeGitHub(now=lambda: clock.now_ms() / 1000).load_demo() as stand_in, WarningCounter() as warnings:
-        store = StateStore(workdir / "state")
-        store.open_for_writing()
-        lease = Lease(store, holder="footprint", clock=clock)
-        if not lease.try_acquire() or lease.fence is None:
-            raise RuntimeError("could not take the lease")
-        github = GitHubClient(api_url=stand_in.url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock)
-        poller = Poller(
-            config=PollConfig(DEFAULT_APPS, options.interval_s * S, 14_400 * S),
-            github=github,
-            host=store,
-            fence=lease.fence,
-            clock=clock,
-            shared=SharedStore(client, hostname="footprint"),
+        poller, github, store = leased_poller(
+            "footprint", workdir / "state", options, clock, stand_in, client
         )
         poller.load_host_state()
         poller.warm_start()
@@ -212,20 +228,8 @@ def health_check_effect(options: FootprintOptions, workdir: Path, redis_port: in
     )
     rng = random.Random(1)
     with FakeGitHub(now=lambda: clock.now_ms() / 1000).load_demo() as stand_in:
-        store = StateStore(workdir / "health-check-state")
-        store.open_for_writing()
-        lease = Lease(store, holder="health-check", clock=clock)
-        if not lease.try_acquire() or lease.fence is None:
-            raise RuntimeError("could not take the lease")
-        github = GitHubClient(api_url=stand_in.url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock)
-        poller = Poller(
-            config=PollConfig(DEFAULT_APPS, options.interval_s * S, 14_400 * S),
-            github=github,
-            host=store,
-            fence=lease.fence,
-            clock=clock,
-            shared=SharedStore(client, hostname="health-check"),
-        )
+        state_dir = workdir / "health-check-state"
+        poller, github, store = leased_poller("health-check", state_dir, options, clock, stand_in, client)
         poller.tick()  # everything fetched: the ticks below are idle
         sent = counter.round_trips
         for _ in range(options.health_check_ticks):
@@ -289,11 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         health_check_scale=args.health_check_scale,
     )
     report = run_footprint(options)
-    text = markdown(report)
-    print(text)
-    if args.json:
-        json_output(args.json, asdict(report), text)
-    return 0
+    return finish(report, markdown(report), args.json)
 
 
 if __name__ == "__main__":

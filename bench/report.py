@@ -17,6 +17,7 @@ import subprocess
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -66,6 +67,14 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def json_output(path: Path, figures: dict[str, Any], markdown: str) -> None:
     path.write_text(json.dumps({"figures": figures, "markdown": markdown}, indent=2, default=str) + "\n")
+
+
+def finish(report: Any, text: str, json_path: Path | None) -> int:
+    """A benchmark command's ending: the figures on stdout, and as JSON when asked."""
+    print(text)
+    if json_path:
+        json_output(json_path, asdict(report), text)
+    return 0
 
 
 def read_json_output(path: Path) -> tuple[dict[str, Any], str]:
