@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Protocol
 
 from craft_apps.clock import Clock
-from craft_apps.domain import AppSpec, AppState, Backoff, Release
+from craft_apps.domain import AppSpec, AppState, Backoff
 from craft_apps.fallback import PollMode, RedisTroubleLog
 from craft_apps.github import Failed, Fetched, FetchOutcome, NotModified, RateLimited
 from craft_apps.scheduling import BETWEEN_REQUESTS_MS, RoundResult, backoff_after, is_due
@@ -169,13 +170,20 @@ class Poller:
             self.memory[app.key] = replace(
                 state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms
             )
-            share = _share_fetch(app.key, outcome.release, outcome.etag, now_ms)
+            share = partial(
+                SharedStore.write_fetched,
+                app_key=app.key,
+                release=outcome.release,
+                etag=outcome.etag,
+                fetched_ms=now_ms,
+            )
         elif isinstance(outcome, NotModified):
             result.unchanged += 1
             self.memory[app.key] = replace(state, fetched_ms=now_ms)
             if state.etag:
-                etag = state.etag
-                share = lambda store: store.write_unchanged(app.key, etag, now_ms)  # noqa: E731
+                share = partial(
+                    SharedStore.write_unchanged, app_key=app.key, etag=state.etag, fetched_ms=now_ms
+                )
         elif isinstance(outcome, RateLimited):
             result.rate_limited = True
             result.retry_at_ms = outcome.retry_at_ms
@@ -189,7 +197,7 @@ class Poller:
             failures = state.failures + 1 if state.is_failing() else 1
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
-            share = lambda store: store.write_failure(app.key, now_ms, failures)  # noqa: E731
+            share = partial(SharedStore.write_failure, app_key=app.key, failed_ms=now_ms, failures=failures)
         if share is None:
             return mode
         self._unpublished.add(app.key)
@@ -289,12 +297,6 @@ def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
     if failure is not None and (state.failed_ms is None or failure.failed_ms > state.failed_ms):
         merged = replace(merged, failed_ms=failure.failed_ms, failures=failure.failures)
     return None if merged is state else merged
-
-
-def _share_fetch(
-    key: str, release: Release | None, etag: str | None, fetched_ms: int
-) -> Callable[[SharedStore], object]:
-    return lambda store: store.write_fetched(key, release, etag, fetched_ms)
 
 
 def _summary(report: TickReport, backoff: Backoff) -> str:
