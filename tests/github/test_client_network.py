@@ -54,16 +54,11 @@ def hang(conn: socket.socket, head: bytes, stop: threading.Event) -> None:
 
 
 @pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
-def test_a_server_dripping_its_headers_fails_at_the_total_deadline(scripted_server: Start, tls: bool) -> None:
-    with client(scripted_server(drip_headers, tls=tls)) as github:
-        outcome, elapsed = timed_fetch(github)
-    assert outcome == Failed(f"no complete answer within {TOTAL:g} s")
-    assert TOTAL * 0.9 <= elapsed < TOTAL + 1.0
-
-
-@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
-def test_a_server_dripping_its_body_fails_at_the_total_deadline(scripted_server: Start, tls: bool) -> None:
-    with client(scripted_server(drip_body, tls=tls)) as github:
+@pytest.mark.parametrize("script", [drip_headers, drip_body], ids=["headers", "body"])
+def test_a_server_dripping_its_answer_fails_at_the_total_deadline(
+    scripted_server: Start, script: Any, tls: bool
+) -> None:
+    with client(scripted_server(script, tls=tls)) as github:
         outcome, elapsed = timed_fetch(github)
     assert outcome == Failed(f"no complete answer within {TOTAL:g} s")
     assert TOTAL * 0.9 <= elapsed < TOTAL + 1.0
