@@ -36,16 +36,16 @@ from pathlib import Path
 from bench.loadgen import LoadResult, run_load, wrk_available
 from bench.report import finish, markdown_table
 from bench.site_paths import BARE_BODY_ENV, BARE_PATH
+from craft_apps.api.answer import RECHECK_S
 from craft_apps.clock import SystemClock
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppState
-from craft_apps.lease import Lease
-from craft_apps.release_info import RECHECK_S
-from craft_apps.release_parsing import parse_release
-from craft_apps.state_store import StateStore
+from craft_apps.github.parsing import parse_release
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.instants import format_ms
 from craft_apps.testing.demo_releases import demo_releases
-from craft_apps.timefmt import format_ms
-from tests.redis.server import free_port
+from tests.fleet.server import free_port
 
 logger = logging.getLogger(__name__)
 

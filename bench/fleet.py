@@ -40,12 +40,12 @@ from bench.stats import max_in_window
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
 from craft_apps.domain import AppSpec
-from craft_apps.github import FetchOutcome, GitHubClient
-from craft_apps.lease import Lease
-from craft_apps.poller import PollConfig, Poller, ReleaseSource
-from craft_apps.scheduling import CLOCK_SKEW_MARGIN_MS, TICK_MS, startup_delay_ms, tick_delay_ms
-from craft_apps.shared_entry import DEFAULT_KEY_PREFIX, FIELD_CLAIMED_MS, app_key
-from craft_apps.shared_store import SharedStore
+from craft_apps.fleet.entry import DEFAULT_KEY_PREFIX, FIELD_CLAIMED_MS, app_key
+from craft_apps.fleet.store import SharedStore
+from craft_apps.github.client import FetchOutcome, GitHubClient
+from craft_apps.host.lease import Lease
+from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
+from craft_apps.polling.schedule import CLOCK_SKEW_MARGIN_MS, TICK_MS, startup_delay_ms, tick_delay_ms
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.stats import percentile
 from craft_apps.domain import AppState
-from craft_apps.state_store import StateStore
+from craft_apps.host.store import StateStore
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,13 @@ from bench.redis_counting import RedisCounter, command_stats, counted_client
 from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import percentile
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
-from craft_apps.github import GitHubClient
-from craft_apps.lease import Lease
-from craft_apps.poller import PollConfig, Poller
-from craft_apps.redis_options import HEALTH_CHECK_INTERVAL_SECS
-from craft_apps.scheduling import tick_delay_ms
-from craft_apps.shared_store import SharedStore
-from craft_apps.state_store import StateStore
+from craft_apps.fleet.options import HEALTH_CHECK_INTERVAL_SECS
+from craft_apps.fleet.store import SharedStore
+from craft_apps.github.client import GitHubClient
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.polling.schedule import tick_delay_ms
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 
@@ -215,7 +215,7 @@ def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> Footp
 
 def health_check_effect(options: FootprintOptions, workdir: Path, redis_port: int) -> float:
     """Round trips per idle tick with the pool options the README recommends (the
-    ``health_check_interval`` of ``craft_apps.redis_options``), ticking 30 s +/- 10% apart in
+    ``health_check_interval`` of ``craft_apps.fleet.options``), ticking 30 s +/- 10% apart in
     real time, sped up by
     ``health_check_scale``: redis-py sends a PING first whenever the connection sat unused
     longer than the interval."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.redis.server import RedisServer
+from tests.fleet.server import RedisServer
 
 FIGURES_START = "<!-- figures: start (written by bash .ci/bench; edits here are lost) -->"
 FIGURES_END = "<!-- figures: end -->"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from craft_apps.redis_options import poller_cache
+from craft_apps.fleet.options import poller_cache
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -70,7 +70,7 @@ CACHES: dict[str, dict[str, object]] = {
 
 if os.environ.get("CRAFT_APPS_REDIS_URL", "").strip():
     # The poller's own alias: its own URL (so its own small pool) and timeouts; see
-    # craft_apps.redis_options.
+    # craft_apps.fleet.options.
     CACHES["craft_apps"] = poller_cache(os.environ["CRAFT_APPS_REDIS_URL"].strip())
 
 STATIC_URL = "static/"

@@ -8,4 +8,5 @@ class CraftAppsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the system checks and the OpenAPI extensions.
-        from craft_apps import checks, schema  # noqa: F401
+        from craft_apps import checks  # noqa: F401
+        from craft_apps.api import schema  # noqa: F401

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
 from craft_apps.conf import Problem, app_settings, describe
-from craft_apps.redis_conn import alias_problems
+from craft_apps.fleet.connection import alias_problems
 
 
 @register(Tags.compatibility)

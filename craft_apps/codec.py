@@ -19,7 +19,7 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.timefmt import format_rfc3339, parse_rfc3339
+from craft_apps.instants import format_rfc3339, parse_rfc3339
 
 
 def release_to_dict(release: Release) -> dict[str, Any]:

@@ -16,8 +16,7 @@ from typing import Any, Generic, TypeVar
 
 from django.conf import settings
 
-from craft_apps.domain import AppSpec
-from craft_apps.lease import LeaseTiming
+from craft_apps.domain import AppSpec, LeaseTiming
 
 T = TypeVar("T")
 

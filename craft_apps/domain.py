@@ -125,3 +125,32 @@ class AppReleaseInfo:
 class ReleaseInfo:
     apps: dict[str, AppReleaseInfo] = field(default_factory=dict)  # sorted by key
     last_fetched: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LeaseTiming:
+    ttl_ms: int = 30_000
+    retry_ms: int = 2_000  # how often a standby tries to acquire
+
+    def __post_init__(self) -> None:
+        for name in ("ttl_ms", "retry_ms"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(
+                    f"lease {name} must be a positive whole number of milliseconds, not {value!r}"
+                )
+        # The holder must give up before a standby may take over (deadline < TTL), and must get
+        # more than one standby retry period to renew in.
+        if not self.ttl_ms > self.renew_deadline_ms > 1.2 * self.retry_ms:
+            raise ValueError(
+                "lease timing needs TTL > renew deadline > 1.2 * retry; got TTL "
+                f"{self.ttl_ms} ms, renew deadline {self.renew_deadline_ms} ms, retry {self.retry_ms} ms"
+            )
+
+    @property
+    def renew_every_ms(self) -> int:
+        return self.ttl_ms // 3
+
+    @property
+    def renew_deadline_ms(self) -> int:
+        return self.ttl_ms * 2 // 3

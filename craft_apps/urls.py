@@ -1,6 +1,6 @@
 from django.urls import path
 
-from craft_apps.views import ReleaseInfoView
+from craft_apps.api.views import ReleaseInfoView
 
 app_name = "craft_apps"
 

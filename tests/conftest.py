@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from craft_apps.testing.clock import FakeClock
-from tests.redis.server import RedisServer, RedisServerMissing
+from tests.fleet.server import RedisServer, RedisServerMissing
 
 
 @pytest.fixture

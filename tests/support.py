@@ -14,8 +14,8 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.lease import Lease
-from craft_apps.state_store import StateStore
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
 from craft_apps.testing.clock import FakeClock
 
 SHA = "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"

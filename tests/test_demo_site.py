@@ -96,7 +96,7 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     )
     [wheel] = tmp_path.glob("django_craft_apps-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert "craft_apps/guarded_hset.lua" in names
+    assert "craft_apps/fleet/guarded_write.lua" in names
     assert "craft_apps/py.typed" in names
     assert "craft_apps/management/commands/poll_craft_releases.py" in names
     assert "craft_apps/testing/fake_github.py" in names

@@ -15,8 +15,8 @@ import responses
 from responses import matchers
 
 from craft_apps.domain import Release
-from craft_apps.github import Failed, Fetched, FetchOutcome, GitHubClient, NotModified, RateLimited
-from craft_apps.release_parsing import parse_release
+from craft_apps.github.client import Failed, Fetched, FetchOutcome, GitHubClient, NotModified, RateLimited
+from craft_apps.github.parsing import parse_release
 from craft_apps.testing.clock import START_MS, FakeClock
 
 from .conftest import API_URL, LATEST_URL, REPO, WEB_URL, github_release

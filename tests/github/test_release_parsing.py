@@ -10,7 +10,7 @@ import pytest
 
 from craft_apps.codec import decode_release, encode_release
 from craft_apps.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppPackageType, Release
-from craft_apps.release_parsing import (
+from craft_apps.github.parsing import (
     MAX_ASSETS,
     MAX_NOTES_BYTES,
     ReleaseRejected,

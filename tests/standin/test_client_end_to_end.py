@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from craft_apps.github import Failed, Fetched, GitHubClient, NotModified, RateLimited
+from craft_apps.github.client import Failed, Fetched, GitHubClient, NotModified, RateLimited
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import (
     DripFault,

@@ -120,7 +120,7 @@ def test_web_url_moves_every_github_link():
 
 
 def test_the_project_parser_reads_every_demo_release_and_every_package():
-    from craft_apps.release_parsing import parse_platform, parse_release
+    from craft_apps.github.parsing import parse_platform, parse_release
 
     for app in DEFAULT_APPS:
         raw = demo_releases()[app.repo]

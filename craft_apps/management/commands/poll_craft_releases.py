@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings
-from craft_apps.runner import EXIT_OK, PollerRunner, RunnerOptions
+from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 
 logger = logging.getLogger("craft_apps")
 

@@ -1,0 +1,191 @@
+"""``GET``/``HEAD /v1/craft_apps/release_info``: the latest release of every configured app.
+
+Contract: always 200. The body is built from the host's state file once per state version and
+kept encoded, so a request that finds the same version re-reads and re-serializes nothing (one
+tiny version query). ``Cache-Control: public, max-age=60`` once every app was fetched, ``no-store``
+before. When the state file can't be read, the answer is the last good one this process served,
+else the not-fetched-yet answer (``no-store``), and one log line says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework.views import APIView
+
+from craft_apps.api.answer import RECHECK_S, build_release_info
+from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
+from craft_apps.conf import app_settings
+from craft_apps.domain import AppSpec, AppState, ReleaseInfo
+from craft_apps.host.store import StateStore, StateUnavailable
+
+logger = logging.getLogger(__name__)
+
+CACHEABLE = "public, max-age=60"
+NOT_CACHEABLE = "no-store"
+
+
+@dataclass(frozen=True)
+class EncodedAnswer:
+    body: bytes
+    cache_control: str
+    etag: str
+
+
+def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
+    response: dict[str, Any] = {
+        "success": True,
+        "release_info": release_info,
+        "app_renames": [],
+        "repo_renames": [],
+        "important_notices": {"announcements": [], "alerts": []},
+    }
+    data = GetCraftAppsReleaseInfoResponseSerializer(response).data
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return EncodedAnswer(
+        body=body,
+        cache_control=CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE,
+        etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
+    )
+
+
+class AnswerCache:
+    """The encoded answer of the last state version this process saw, and the last good one.
+
+    The state file's version (and the settings) are looked at no more than once per
+    ``recheck_s`` (0.1 s): that look costs as much as the rest of the request, and a change still
+    shows within a tenth of a second. ``override_settings`` takes effect at once (``forget``
+    runs on Django's ``setting_changed``).
+    """
+
+    def __init__(self, recheck_s: float = RECHECK_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.recheck_s = recheck_s
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._stores: dict[Path, StateStore] = {}
+        self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...]] | None = None
+        self._answer: EncodedAnswer | None = None  # the last good one
+        self._failure: str | None = None
+        # What was served last, and until when it stands without a look.
+        self._served: tuple[EncodedAnswer, float] | None = None
+
+    def answer(self) -> EncodedAnswer:
+        now = self._monotonic()
+        served = self._served
+        if served is not None and now < served[1]:
+            return served[0]
+        answer = self._look(app_settings.STATE_DIR, app_settings.APPS)
+        self._served = (answer, now + self.recheck_s)
+        return answer
+
+    def forget(self) -> None:
+        """The next request looks at the settings and the state file again."""
+        self._served = None
+
+    def _look(self, state_dir: Path, apps: tuple[AppSpec, ...]) -> EncodedAnswer:
+        store = self._store(state_dir)
+        try:
+            marker = store.version_marker()
+            if self._key == (store.path, marker, apps) and self._answer is not None:
+                return self._answer
+            snapshot = store.read()
+        except StateUnavailable as err:
+            return self._fallback(apps, str(err))
+        except Exception as err:  # the endpoint never fails, whatever the state file does
+            return self._fallback(apps, f"{type(err).__name__}: {err}")
+        answer = encode_answer(build_release_info(apps, snapshot.apps))
+        with self._lock:
+            self._key, self._answer = (store.path, (marker[0], snapshot.version), apps), answer
+            if self._failure is not None:
+                logger.info("Craft apps state file is readable again: %s", store.path)
+                self._failure = None
+        return answer
+
+    def _fallback(self, apps: tuple[AppSpec, ...], reason: str) -> EncodedAnswer:
+        with self._lock:
+            if self._failure != reason:
+                self._failure = reason
+                logger.warning(
+                    "Craft apps release info: serving the %s answer; the state file can't be read: %s",
+                    "last good" if self._answer else "not-fetched-yet",
+                    reason,
+                )
+            if self._answer is not None:
+                return self._answer
+        return encode_answer(build_release_info(apps, dict[str, AppState]()))
+
+    def _store(self, state_dir: Path) -> StateStore:
+        store = self._stores.get(state_dir)
+        if store is None:
+            with self._lock:
+                store = self._stores.setdefault(state_dir, StateStore(state_dir))
+        return store
+
+    def clear(self) -> None:
+        """Forgets everything (tests)."""
+        with self._lock:
+            self._key, self._answer, self._failure, self._served = None, None, None, None
+
+
+answers = AnswerCache()
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("CRAFT_APPS", "BASE_DIR"):
+        answers.forget()
+
+
+class ReleaseInfoView(APIView):
+    """Served without DRF's per-request machinery (no authentication, content negotiation or
+    throttling apply to a public, precomputed document); DRF is here for the schema."""
+
+    authentication_classes = ()
+    permission_classes = ()
+
+    @extend_schema(
+        tags=["Craft Apps"],
+        operation_id="get_craft_apps_release_info",
+        summary="The latest release of every Craft App",
+        description="Every configured app with its latest release, assets, renames and notices. "
+        "Never fails: apps not fetched yet are listed without `latest_release` and "
+        "`app_last_fetched`, and the answer is `Cache-Control: no-store` until every app was fetched.",
+        responses={200: GetCraftAppsReleaseInfoResponseSerializer},
+    )
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return respond(request)
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method in ("GET", "HEAD"):
+            return respond(request)
+        response = HttpResponse(status=405)
+        response["Allow"] = "GET, HEAD"
+        return response
+
+
+def respond(request: HttpRequest) -> HttpResponse:
+    answer = answers.answer()
+    not_modified = request.META.get("HTTP_IF_NONE_MATCH") == answer.etag
+    head_only = request.method == "HEAD" or not_modified
+    response = HttpResponse(
+        b"" if head_only else answer.body,
+        status=304 if not_modified else 200,
+        content_type="application/json",
+    )
+    response["Cache-Control"] = answer.cache_control
+    response["ETag"] = answer.etag
+    if request.method == "HEAD":
+        response["Content-Length"] = str(len(answer.body))  # a GET's is set on the way out
+    return response

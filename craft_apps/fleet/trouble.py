@@ -1,0 +1,73 @@
+"""Polling alone when Redis can't be used, and saying so without flooding the log.
+
+``PollMode.choose`` picks how a tick works. ``RedisTroubleLog`` warns when Redis trouble starts,
+then at most every 10 minutes while it lasts (with how many errors went unlogged), and logs
+once, at info, when Redis answers again. It takes the time as an argument, so it has no clock
+of its own; its messages are one line and carry no credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+from enum import StrEnum
+
+from craft_apps.fleet.connection import describe_error
+
+logger = logging.getLogger(__name__)
+
+WARN_EVERY_MS = 10 * 60 * 1000
+
+
+class PollMode(StrEnum):
+    COORDINATED = "coordinated"  # with the fleet: shared releases, claims and backoff in Redis
+    STANDALONE = "standalone"  # alone, same rules: coordination is off or Redis can't be read
+
+    @classmethod
+    def choose(cls, coordination_enabled: bool, shared_state_readable: bool) -> PollMode:
+        if coordination_enabled and shared_state_readable:
+            return cls.COORDINATED
+        return cls.STANDALONE
+
+
+class RedisTroubleLog:
+    def __init__(self) -> None:
+        self._failing_since_ms: int | None = None
+        self._last_warned_ms: int | None = None
+        self._suppressed = 0
+
+    @property
+    def is_failing(self) -> bool:
+        return self._failing_since_ms is not None
+
+    def failed(self, err: BaseException, now_ms: int) -> bool:
+        """Notes a Redis error; returns whether it was logged."""
+        if self._failing_since_ms is None:
+            self._failing_since_ms = now_ms
+        last = self._last_warned_ms
+        # A clock stepped back is no reason to stay silent for longer than the window.
+        if last is not None and 0 <= now_ms - last < WARN_EVERY_MS:
+            self._suppressed += 1
+            return False
+        unlogged = f" ({self._suppressed} similar errors not logged)" if self._suppressed else ""
+        logger.warning(
+            "Craft app releases: Redis unavailable (%s); polling GitHub on this host alone until it "
+            "is back%s.",
+            describe_error(err),
+            unlogged,
+        )
+        self._last_warned_ms = now_ms
+        self._suppressed = 0
+        return True
+
+    def succeeded(self, now_ms: int) -> None:
+        """Notes that Redis works; logs the recovery once."""
+        since = self._failing_since_ms
+        if since is None:
+            return
+        logger.info(
+            "Craft app releases: Redis is back after %d s; coordinating with the fleet again.",
+            max(0, now_ms - since) // 1000,
+        )
+        self._failing_since_ms = None
+        self._last_warned_ms = None
+        self._suppressed = 0

@@ -1,0 +1,428 @@
+"""One request to GitHub for a repository's latest release, as a typed outcome.
+
+Contract: ``GitHubClient.fetch_latest_release`` never raises; every answer becomes ``Fetched``,
+``NotModified``, ``RateLimited`` or ``Failed`` (with a one-line reason). Invariants: the token is
+sent only as ``Authorization: Bearer`` to GitHub's API host and never appears in a log line, a
+reason, an exception or a ``repr``; ``~/.netrc`` never adds credentials; a request takes at most
+the connect timeout to connect and ``total_timeout`` for the whole exchange, however slowly the
+server drips; no more than ``max_body_bytes`` of an answer are ever read.
+
+The total deadline is real elapsed time (``time.monotonic``), not the injected clock: it bounds
+real socket I/O. The injected clock only turns rate-limit headers into ``retry_at_ms``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+from requests.utils import get_environ_proxies
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from craft_apps.clock import Clock
+from craft_apps.domain import Release
+from craft_apps.github.parsing import ReleaseRejected, parse_release
+
+logger = logging.getLogger(__name__)
+
+GITHUB_API_VERSION = "2022-11-28"
+DEFAULT_USER_AGENT = "django-craft-apps (craft apps release poller)"
+MAX_RETRY_AFTER_SECS = 86_400
+MAX_REDIRECTS = 5
+_CHUNK_BYTES = 64 * 1024
+_ERROR_BODY_BYTES = 64 * 1024  # read from a non-200 answer, for its message and connection reuse
+_MAX_ETAG_CHARS = 512
+_MAX_ECHO_CHARS = 200
+_REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
+_HEADER_TEXT = re.compile(r"[\x20-\x7e]+")
+
+
+# --- Outcomes -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The latest release; ``release`` is None when the repository has no published release."""
+
+    release: Release | None
+    etag: str | None
+
+
+@dataclass(frozen=True)
+class NotModified:
+    """The ``ETag`` sent still matches: what the caller has is current."""
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """GitHub refused for quota; no request should be made before ``retry_at_ms`` if known."""
+
+    retry_at_ms: int | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Nothing usable came back; ``reason`` is one line, safe to log."""
+
+    reason: str
+
+
+FetchOutcome = Fetched | NotModified | RateLimited | Failed
+
+
+# --- The client -----------------------------------------------------------------------------------
+
+
+class GitHubClient:
+    """Fetches latest releases over one ``requests.Session``, reusing its connections.
+
+    A session passed in becomes the client's: it stops reading the environment's netrc (proxy
+    and CA-bundle variables are still honoured, per request) and gets the client's adapters.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_url: str,
+        web_url: str,
+        token: str | None,
+        clock: Clock,
+        session: requests.Session | None = None,
+        connect_timeout: float = 10.0,
+        total_timeout: float = 30.0,
+        max_body_bytes: int = 4 * 1024 * 1024,
+        user_agent: str = DEFAULT_USER_AGENT,
+    ) -> None:
+        if connect_timeout <= 0 or total_timeout <= 0 or max_body_bytes <= 0:
+            raise ValueError("timeouts and the body limit must be positive")
+        self._api_url = api_url.rstrip("/")
+        self._web_url = web_url.rstrip("/")
+        self._clock = clock
+        self._connect_timeout = connect_timeout
+        self._total_timeout = total_timeout
+        self._max_body_bytes = max_body_bytes
+        self._user_agent = user_agent
+        trimmed = (token or "").strip()
+        self._token = trimmed if _VISIBLE_ASCII.fullmatch(trimmed) else None
+        self._token_unusable = bool(trimmed) and self._token is None
+        if self._token_unusable:
+            logger.error("The GitHub token holds characters an HTTP header cannot carry; fetches will fail.")
+        self._session = session if session is not None else requests.Session()
+        # Off so that netrc can never add an Authorization header, not even on a redirect.
+        self._session.trust_env = False
+        self._session.max_redirects = MAX_REDIRECTS
+        adapter = _DeadlineAdapter()
+        self._session.mount("https://", adapter)
+        self._session.mount("http://", adapter)
+
+    def __repr__(self) -> str:
+        token = "unusable" if self._token_unusable else ("set" if self._token else "none")
+        return f"GitHubClient(api_url={self._api_url!r}, web_url={self._web_url!r}, token={token})"
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._session.close()
+
+    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome:
+        """``GET {api_url}/repos/{repo}/releases/latest``, revalidated with ``etag`` when given."""
+        try:
+            outcome = self._fetch(repo, etag)
+        except Exception as exc:  # the contract is "never raises"; a bug here must not stop polling
+            outcome = Failed(f"unexpected error: {type(exc).__name__}")
+            logger.error("Fetching the latest release of %s failed unexpectedly: %s", repo, outcome.reason)
+        if isinstance(outcome, Failed):
+            outcome = Failed(self._scrub(outcome.reason))
+        return outcome
+
+    def _fetch(self, repo: str, etag: str | None) -> FetchOutcome:
+        if not _is_repo_name(repo):
+            return Failed(f"not a repository name: {_echo(repr(repo), secret=self._token)}")
+        if self._token_unusable:
+            return Failed("the GitHub token holds characters an HTTP header cannot carry")
+        url = f"{self._api_url}/repos/{repo}/releases/latest"
+        with _Deadline(self._total_timeout) as deadline:
+            try:
+                response = self._session.get(
+                    url,
+                    headers=self._headers(repo, etag),
+                    timeout=(self._connect_timeout, self._total_timeout),
+                    stream=True,
+                    allow_redirects=True,
+                    proxies=get_environ_proxies(url),
+                    verify=self._verify(),
+                )
+            except requests.RequestException as exc:
+                return self._request_failed(exc, deadline)
+            # Closing an unread answer drops its connection instead of reading the rest.
+            with response:
+                try:
+                    outcome = self._outcome(repo, response)
+                except requests.RequestException as exc:
+                    return self._request_failed(exc, deadline)
+            # A socket cut mid-headers reads like an answer that ended there: never trust it.
+            if deadline.expired:
+                return Failed(f"no complete answer within {self._total_timeout:g} s")
+            return outcome
+
+    def _headers(self, repo: str, etag: str | None) -> dict[str, str]:
+        headers = {
+            "User-Agent": self._user_agent,
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": GITHUB_API_VERSION,
+        }
+        if etag is not None:
+            usable = _usable_etag(etag)
+            if usable is None:
+                logger.warning("Ignoring the stored ETag of %s: it is not a valid header value.", repo)
+            else:
+                headers["If-None-Match"] = usable
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token}"
+        return headers
+
+    def _verify(self) -> bool | str:
+        """The CA bundle requests would take from the environment, which ``trust_env`` turned off."""
+        configured = self._session.verify
+        if configured is not True and configured is not None:
+            return configured
+        return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
+
+    def _outcome(self, repo: str, response: requests.Response) -> FetchOutcome:
+        status = response.status_code
+        if status == 200:
+            body = self._read_release_body(response)
+            if isinstance(body, Failed):
+                return body
+            try:
+                release = parse_release(body, repo, self._web_url)
+            except ReleaseRejected as rejected:
+                return Failed(f"unusable release: {rejected.reason}")
+            return Fetched(release=release, etag=_usable_etag(response.headers.get("ETag")))
+        message = _error_message(response, self._token)
+        if status == 304:
+            return NotModified()
+        if status == 404:
+            return Fetched(release=None, etag=None)
+        headers = response.headers
+        if status == 429 or (
+            status == 403
+            and ((headers.get("x-ratelimit-remaining") or "").strip() == "0" or "Retry-After" in headers)
+        ):
+            return RateLimited(retry_at_ms=self._retry_at_ms(headers))
+        reason = f"HTTP {status} {_echo(response.reason or '', secret=self._token)}".rstrip()
+        return Failed(f"{reason}: {message}" if message else reason)
+
+    def _read_release_body(self, response: requests.Response) -> bytes | Failed:
+        declared = _int_header(response.headers.get("Content-Length"))
+        if declared is not None and declared > self._max_body_bytes:
+            return Failed(f"answer too large: {declared} bytes declared, over {self._max_body_bytes}")
+        body = _read_at_most(response, self._max_body_bytes)
+        if body is None:
+            return Failed(f"answer too large: over {self._max_body_bytes} bytes")
+        return body
+
+    def _retry_at_ms(self, headers: CaseInsensitiveDict[str]) -> int | None:
+        now_ms = self._clock.now_ms()
+        retry_after = _int_header(headers.get("Retry-After"))
+        if retry_after is not None:
+            return now_ms + min(max(retry_after, 0), MAX_RETRY_AFTER_SECS) * 1000
+        reset = _int_header(headers.get("x-ratelimit-reset"))
+        if reset is not None:
+            # A reset in the past means "now"; one absurdly far ahead must not stop polling for good.
+            return min(max(reset * 1000, now_ms), now_ms + MAX_RETRY_AFTER_SECS * 1000)
+        return None
+
+    def _request_failed(self, exc: requests.RequestException, deadline: _Deadline) -> Failed:
+        if deadline.expired:
+            return Failed(f"no complete answer within {self._total_timeout:g} s")
+        if isinstance(exc, requests.ConnectTimeout):
+            return Failed(f"could not connect within {self._connect_timeout:g} s")
+        if isinstance(exc, requests.ReadTimeout):
+            return Failed(f"the answer stalled for {self._total_timeout:g} s")
+        if isinstance(exc, requests.TooManyRedirects):
+            return Failed(f"more than {MAX_REDIRECTS} redirects")
+        return Failed(f"request failed: {type(exc).__name__}: {_echo(str(exc), secret=self._token)}")
+
+    def _scrub(self, text: str) -> str:
+        """Belt and braces: whatever a server or a library echoed, the token does not leave."""
+        return _echo(text, limit=len(text), secret=self._token)
+
+
+# --- Reading answers ------------------------------------------------------------------------------
+
+
+def _read_at_most(response: requests.Response, limit: int) -> bytes | None:
+    """The (decoded) body, or None as soon as it passes ``limit`` bytes, without reading further."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_content(chunk_size=_CHUNK_BYTES):
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _error_message(response: requests.Response, secret: str | None) -> str:
+    """GitHub's ``message`` from a small error body, one line; reading it also frees the connection."""
+    try:
+        body = _read_at_most(response, _ERROR_BODY_BYTES)
+        message = json.loads(body)["message"] if body else None
+    except Exception:  # an error body is optional decoration; its status already decided the outcome
+        return ""
+    return _echo(message, secret=secret) if isinstance(message, str) else ""
+
+
+def _usable_etag(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return value if len(value) <= _MAX_ETAG_CHARS and _HEADER_TEXT.fullmatch(value) else None
+
+
+def _int_header(value: str | None) -> int | None:
+    if value is None or not _INTEGER.fullmatch(value.strip()):
+        return None
+    return int(value)
+
+
+def _is_repo_name(repo: str) -> bool:
+    return bool(_REPO_NAME.fullmatch(repo)) and not any(part in (".", "..") for part in repo.split("/"))
+
+
+def _echo(text: str, limit: int = _MAX_ECHO_CHARS, secret: str | None = None) -> str:
+    """Outside text made safe for a reason: no secret, one line of printable characters, capped.
+
+    The secret goes first, so that no cut can leave a piece of it behind.
+    """
+    if secret:
+        text = text.replace(secret, "[token]")
+    line = " ".join("".join(c if c.isprintable() else " " for c in text[: limit * 2]).split())
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
+# --- The total deadline ---------------------------------------------------------------------------
+#
+# requests' read timeout restarts at every byte, so a server dripping one byte per second could
+# hold a request forever. A timer shuts down the request's socket when the deadline passes; the
+# blocked read then fails at once. The socket reaches the timer through connection classes that
+# register it, with the request's deadline, when they start reading the answer.
+
+_current_deadline: ContextVar[_Deadline | None] = ContextVar("craft_apps_github_deadline", default=None)
+
+
+class _Deadline:
+    def __init__(self, seconds: float) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self.expired = False
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._started = time.monotonic()
+
+    def __enter__(self) -> _Deadline:
+        self._context_token = _current_deadline.set(self)
+        self._timer.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._timer.cancel()
+        # Should the timer be firing right now, wait: no shutdown may reach a connection that
+        # is back in the pool for the next request.
+        self._timer.join()
+        _current_deadline.reset(self._context_token)
+        with self._lock:
+            self._sockets.clear()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            if not self.expired:
+                self._sockets.append(sock)
+                return
+        _shut_down(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sockets, self._sockets = self._sockets, []
+        logger.debug("A GitHub request overran its deadline after %.2f s.", time.monotonic() - self._started)
+        for sock in sockets:
+            _shut_down(sock)
+
+
+def _shut_down(sock: socket.socket) -> None:
+    # The plain socket's shutdown, also for TLS sockets: it only wakes the blocked reader.
+    # OSError: the socket is already closed, so there is nothing left to interrupt.
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _watch_current(sock: Any) -> None:
+    deadline = _current_deadline.get()
+    if deadline is not None and isinstance(sock, socket.socket):
+        deadline.watch(sock)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def getresponse(self) -> Any:
+        _watch_current(self.sock)
+        return super().getresponse()
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def getresponse(self) -> Any:
+        _watch_current(self.sock)
+        return super().getresponse()
+
+
+class _WatchedHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_WATCHED_POOLS: dict[str, type[HTTPConnectionPool]] = {
+    "http": _WatchedHTTPConnectionPool,
+    "https": _WatchedHTTPSConnectionPool,
+}
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """An adapter whose connections (direct or through an HTTP proxy) honour ``_Deadline``."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _WATCHED_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if not proxy.lower().startswith("socks"):  # SOCKS pools keep their own connection classes
+            manager.pool_classes_by_scheme = _WATCHED_POOLS
+        return manager

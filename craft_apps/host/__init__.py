@@ -1,0 +1,3 @@
+"""The host's private state file (``store``, SQLite) and the lease (``lease``) that lets one poller
+per state directory write it. The second tier, per host: the poller writes it, every web worker
+reads it."""

@@ -1,0 +1,592 @@
+"""The host's state file: what this host's poller knows, read by every web worker on the host.
+
+One private SQLite database (WAL mode) in the state directory holds, per app key, the latest
+release with its ETag, fetch and failure times; the host's GitHub backoff; a change counter the
+endpoint keys its cached body on; and the poller lease (``craft_apps.host.lease``). Exactly one
+poller per host writes, and every write carries the lease's fence; web workers only read.
+
+Invariants: a write changes all of one app's fields or none, and never moves an app's fetch back
+in time; a write whose fence is not the lease's current one changes nothing; a file this code
+cannot use (corrupt, newer format, locked, unreadable) raises ``StateUnavailable`` with a
+one-line message and is never rewritten; a reader never creates the file; no token is stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from craft_apps.codec import decode_release, encode_release
+from craft_apps.domain import AppState, Backoff
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+DB_FILENAME = "craft_apps_state.sqlite3"
+POLLER_LEASE = "poller"
+
+_SCHEMA = (
+    "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
+    "INSERT INTO store_meta (id, version) VALUES (1, 0)",
+    "CREATE TABLE app_state (key TEXT PRIMARY KEY, release_json TEXT NOT NULL, etag TEXT,"
+    " fetched_ms INTEGER, failed_ms INTEGER, failures INTEGER NOT NULL)",
+    "CREATE TABLE backoff (id INTEGER PRIMARY KEY CHECK (id = 1), until_ms INTEGER,"
+    " trouble INTEGER NOT NULL)",
+    "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
+    " expires_ms INTEGER NOT NULL)",
+    f"PRAGMA user_version = {FORMAT_VERSION}",
+)
+_TABLES = frozenset({"store_meta", "app_state", "backoff", "lease"})
+
+# The format check rides along with the counter so that version() stays one tiny query.
+_VERSION_QUERY = "SELECT user_version, (SELECT version FROM store_meta WHERE id = 1) FROM pragma_user_version"
+_APP_COLUMNS = "release_json, etag, fetched_ms, failed_ms, failures"
+
+# Only expired leases can change hands, and the fence goes up whenever they do; one statement,
+# so two processes racing for the same expired lease cannot both see it expired.
+_ACQUIRE_LEASE = """
+INSERT INTO lease (name, holder, fence, expires_ms) VALUES (:name, :holder, 1, :expires_ms)
+ON CONFLICT (name) DO UPDATE
+    SET holder = excluded.holder, fence = lease.fence + 1, expires_ms = excluded.expires_ms
+    WHERE lease.expires_ms <= :now_ms
+RETURNING fence
+"""
+_RENEW_LEASE = (
+    "UPDATE lease SET expires_ms = :expires_ms WHERE name = :name AND holder = :holder AND fence = :fence"
+    " RETURNING fence"
+)
+_EXPIRE_LEASE = "UPDATE lease SET expires_ms = 0 WHERE name = :name AND holder = :holder AND fence = :fence"
+
+# Connections a forked child inherited: never used and never closed in the child (closing could
+# disturb the parent's SQLite locks), only kept referenced so they are never garbage collected.
+_INHERITED: list[sqlite3.Connection] = []
+
+
+class StateUnavailable(Exception):
+    """The state file can't be used now; the message is one line naming the file and why."""
+
+
+class FenceRejected(Exception):
+    """A write carried a fence that is no longer the lease's current one; nothing was written."""
+
+
+@dataclass(frozen=True)
+class StateSnapshot:
+    version: int  # 0 for a missing or empty database
+    apps: dict[str, AppState] = field(default_factory=dict)  # only rows that decode
+    backoff: Backoff = field(default_factory=Backoff)
+
+
+@dataclass
+class _Held:
+    db: sqlite3.Connection
+    file_id: tuple[int, int]  # (st_dev, st_ino) of the file it was opened on
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+class StateStore:
+    """The state file of one state directory; safe to share between threads and across fork."""
+
+    def __init__(
+        self, state_dir: Path, *, busy_timeout_s: float = 0.2, lease_name: str = POLLER_LEASE
+    ) -> None:
+        self.state_dir = Path(state_dir).absolute()
+        self.path = self.state_dir / DB_FILENAME
+        self.lease_name = lease_name  # the lease whose fence guards every write
+        self._busy_timeout_s = busy_timeout_s
+        # (pid, thread id, writable) -> connection; see _connection() for why the pid is part of it.
+        self._connections: dict[tuple[int, int, bool], _Held] = {}
+        self._ready_for_writing: tuple[int, tuple[int, int]] | None = None  # (pid, file id)
+        self._warned_version: int | None = None
+
+    def __repr__(self) -> str:
+        return f"StateStore({str(self.path)!r})"
+
+    # ---- read side -------------------------------------------------------------------------
+
+    def version(self) -> int:
+        """The change counter; 0 for a missing or empty database. Raises StateUnavailable."""
+        db = self._connection(writable=False)
+        if db is None:
+            return 0
+        try:
+            return self._read_version(db) or 0
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def version_marker(self) -> tuple[tuple[int, int] | None, int]:
+        """(file identity, version): equal markers mean ``read()`` returns the same, even across
+        a file deleted and recreated (whose counter starts again). One stat and one tiny query.
+        Raises StateUnavailable."""
+        db = self._connection(writable=False)
+        if db is None:
+            return None, 0
+        held = self._connections[(os.getpid(), threading.get_ident(), False)]
+        try:
+            return held.file_id, self._read_version(db) or 0
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def read(self) -> StateSnapshot:
+        """Everything in one consistent snapshot. Raises StateUnavailable."""
+        db = self._connection(writable=False)
+        if db is None:
+            return StateSnapshot(0)
+        try:
+            with _transaction(db, "BEGIN"):
+                version = self._read_version(db)
+                if version is None:
+                    return StateSnapshot(0)
+                rows = db.execute(f"SELECT key, {_APP_COLUMNS} FROM app_state ORDER BY key").fetchall()
+                backoff_row = db.execute("SELECT until_ms, trouble FROM backoff WHERE id = 1").fetchone()
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+        problems: list[str] = []
+        apps: dict[str, AppState] = {}
+        for row in rows:
+            try:
+                key, state = _decode_app_row(row)
+            except Exception as err:  # stored data is input: any failure means "not fetched"
+                problems.append(f"skipped app row {row[0]!r}: {_one_line(err)}")
+            else:
+                apps[key] = state
+        backoff = Backoff()
+        if backoff_row is not None:
+            try:
+                backoff = _decode_backoff_row(backoff_row)
+            except ValueError as err:
+                problems.append(f"ignored the backoff row: {err}")
+        if problems and self._warned_version != version:
+            self._warned_version = version  # once per version, not once per request
+            for problem in problems:
+                logger.warning("craft_apps state file %s (version %d): %s", self.path, version, problem)
+        return StateSnapshot(version, apps, backoff)
+
+    # ---- write side ------------------------------------------------------------------------
+
+    def open_for_writing(self) -> None:
+        """Creates the directory, the file and the schema as needed and checks what is there.
+
+        A corrupt, foreign or newer-format file raises StateUnavailable and is left untouched.
+        Cheap after the first call in a process (until the file is replaced).
+        """
+        pid = os.getpid()
+        file_id = self._file_id()
+        if file_id is not None and self._ready_for_writing == (pid, file_id):
+            return
+        self._prepare_directory()
+        self._create_private_file()
+        db = self._open(writable=True)
+        try:
+            self._check_before_writing(db)
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StateUnavailable(f"craft_apps state file {self.path} could not be switched to WAL mode")
+            with _transaction(db, "BEGIN IMMEDIATE"):
+                self._create_schema_if_blank(db)
+            file_id = self._file_id()
+            if file_id is None:
+                raise StateUnavailable(f"craft_apps state file {self.path} disappeared while being opened")
+        except sqlite3.Error as err:
+            db.close()
+            raise self._unavailable(err) from None
+        except BaseException:
+            db.close()
+            raise
+        key = (pid, threading.get_ident(), True)
+        self._forget(key)
+        self._remember(key, _Held(db, file_id))
+        self._ready_for_writing = (pid, file_id)
+
+    def put_app(self, key: str, state: AppState, *, fence: int) -> bool:
+        """Stores all of one app's fields, or nothing. False when it would go back in time.
+
+        Raises FenceRejected (fence not current), StateUnavailable, or ValueError for a state
+        that cannot be stored; in every such case nothing changed.
+        """
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"app key must be a non-empty string, not {key!r}")
+        db = self._writer()
+        try:
+            with _transaction(db, "BEGIN IMMEDIATE"):
+                self._check_fence(db, fence)
+                old = db.execute(f"SELECT {_APP_COLUMNS} FROM app_state WHERE key = ?", (key,)).fetchone()
+                stored_fetched = old[2] if old is not None and _is_ms(old[2]) else None
+                if stored_fetched is not None and (
+                    state.fetched_ms is None or stored_fetched > state.fetched_ms
+                ):
+                    return False
+                new = _encode_app(key, state)
+                if old is None or tuple(old) != new:
+                    db.execute(
+                        f"INSERT INTO app_state (key, {_APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+                        " ON CONFLICT (key) DO UPDATE SET release_json = excluded.release_json,"
+                        " etag = excluded.etag, fetched_ms = excluded.fetched_ms,"
+                        " failed_ms = excluded.failed_ms, failures = excluded.failures",
+                        (key, *new),
+                    )
+                    self._bump_version(db)
+                return True
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def put_backoff(self, backoff: Backoff, *, fence: int) -> None:
+        """Stores the host's backoff. Raises FenceRejected, StateUnavailable or ValueError."""
+        new = _encode_backoff(backoff)
+        db = self._writer()
+        try:
+            with _transaction(db, "BEGIN IMMEDIATE"):
+                self._check_fence(db, fence)
+                old = db.execute("SELECT until_ms, trouble FROM backoff WHERE id = 1").fetchone()
+                if old is None or tuple(old) != new:
+                    db.execute(
+                        "INSERT INTO backoff (id, until_ms, trouble) VALUES (1, ?, ?) ON CONFLICT (id)"
+                        " DO UPDATE SET until_ms = excluded.until_ms, trouble = excluded.trouble",
+                        new,
+                    )
+                    self._bump_version(db)
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def close(self) -> None:
+        """Closes this process's connections (those of every thread: call it at shutdown)."""
+        pid = os.getpid()
+        for key in [key for key in list(self._connections) if key[0] == pid]:
+            self._forget(key)
+        self._ready_for_writing = None
+
+    def close_current_thread(self) -> None:
+        """Closes the calling thread's connections, for threads that end before the process."""
+        pid, tid = os.getpid(), threading.get_ident()
+        for writable in (False, True):
+            self._forget((pid, tid, writable))
+
+    # ---- the lease table, for craft_apps.host.lease ---------------------------------------------
+
+    def acquire_lease(self, name: str, holder: str, *, now_ms: int, ttl_ms: int) -> int | None:
+        """The new fence when ``holder`` now holds the lease, None when someone else does."""
+        params = {"name": name, "holder": holder, "now_ms": now_ms, "expires_ms": now_ms + ttl_ms}
+        rows = self._write_statement(_ACQUIRE_LEASE, params)
+        return int(rows[0][0]) if rows else None
+
+    def renew_lease(self, name: str, holder: str, fence: int, *, now_ms: int, ttl_ms: int) -> bool:
+        """Extends the lease; False when ``holder`` with ``fence`` no longer holds it."""
+        params = {"name": name, "holder": holder, "fence": fence, "expires_ms": now_ms + ttl_ms}
+        return bool(self._write_statement(_RENEW_LEASE, params))
+
+    def expire_lease(self, name: str, holder: str, fence: int) -> None:
+        """Expires the lease in place, keeping its fence, if ``holder`` with ``fence`` holds it."""
+        self._write_statement(_EXPIRE_LEASE, {"name": name, "holder": holder, "fence": fence})
+
+    def lease_row(self, name: str) -> tuple[str, int, int] | None:
+        """(holder, fence, expires_ms) of the lease, None when there is none (or no file)."""
+        db = self._connection(writable=False)
+        if db is None:
+            return None
+        try:
+            with _transaction(db, "BEGIN"):
+                if self._read_version(db) is None:
+                    return None
+                row = db.execute(
+                    "SELECT holder, fence, expires_ms FROM lease WHERE name = ?", (name,)
+                ).fetchone()
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+        return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _write_statement(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        db = self._writer()
+        try:
+            # BEGIN IMMEDIATE takes the write lock first (waiting out the busy timeout), so the
+            # statement never meets a snapshot that changed under it.
+            with _transaction(db, "BEGIN IMMEDIATE"):
+                return db.execute(sql, params).fetchall()
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def _writer(self) -> sqlite3.Connection:
+        self.open_for_writing()
+        db = self._connection(writable=True)
+        if db is None:  # the file vanished between the two calls
+            raise StateUnavailable(f"craft_apps state file {self.path} disappeared while being opened")
+        return db
+
+    def _connection(self, *, writable: bool) -> sqlite3.Connection | None:
+        """This process's and thread's connection; None when there is no file to read.
+
+        The pid is part of the key so that a connection inherited through fork (gunicorn
+        --preload) is never used in the child; the file identity is checked on every call so a
+        replaced or deleted file is noticed instead of reading a stale inode forever.
+        """
+        pid = os.getpid()
+        key = (pid, threading.get_ident(), writable)
+        file_id = self._file_id()
+        held = self._connections.get(key)
+        if held is not None and held.file_id == file_id:
+            return held.db
+        if held is not None:
+            self._forget(key)
+        if file_id is None:
+            return None
+        if writable and self._ready_for_writing != (pid, file_id):
+            return None  # the caller runs open_for_writing first
+        try:
+            db = self._open(writable=writable)
+        except StateUnavailable:
+            if self._file_id() is None:  # deleted between stat and open
+                return None
+            raise
+        self._remember(key, _Held(db, file_id))
+        return db
+
+    def _open(self, *, writable: bool) -> sqlite3.Connection:
+        # mode=ro/rw: SQLite never creates the file; only _create_private_file does, with 0600.
+        uri = f"{self.path.as_uri()}?mode={'rw' if writable else 'ro'}"
+        try:
+            return sqlite3.connect(
+                uri, uri=True, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def _remember(self, key: tuple[int, int, bool], held: _Held) -> None:
+        pid = os.getpid()
+        threading.current_thread()  # registers a thread Python did not start, so it counts as alive
+        alive = {thread.ident for thread in threading.enumerate()}
+        for other in list(self._connections):
+            if other[0] != pid:
+                stale = self._connections.pop(other, None)
+                if stale is not None:
+                    _INHERITED.append(stale.db)
+            elif other[1] not in alive and other != key:
+                self._forget(other)  # its thread has ended
+        self._connections[key] = held
+
+    def _forget(self, key: tuple[int, int, bool]) -> None:
+        held = self._connections.pop(key, None)
+        if held is None:
+            return
+        if key[0] != os.getpid():
+            _INHERITED.append(held.db)
+            return
+        with contextlib.suppress(sqlite3.Error):
+            held.db.close()
+
+    def _file_id(self) -> tuple[int, int] | None:
+        try:
+            return _stat_id(os.stat(self.path))
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            raise StateUnavailable(
+                f"craft_apps state file {self.path} cannot be read ({_one_line(err.strerror)})"
+            ) from None
+
+    def _read_version(self, db: sqlite3.Connection) -> int | None:
+        """The counter after checking the format; None for a blank database (not set up yet)."""
+        try:
+            row = db.execute(_VERSION_QUERY).fetchone()
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorname", "") != "SQLITE_ERROR":
+                raise
+            self._raise_unless_blank(db, err)
+            return None
+        file_format, version = row
+        if file_format != FORMAT_VERSION:
+            self._raise_unless_blank(db, None)
+            return None
+        if not _is_count(version):
+            raise StateUnavailable(f"craft_apps state file {self.path} is corrupt (bad version counter)")
+        return int(version)
+
+    def _raise_unless_blank(self, db: sqlite3.Connection, err: sqlite3.Error | None) -> None:
+        """Returns for a blank database; otherwise raises StateUnavailable saying what is wrong."""
+        file_format = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        problem = self._format_problem(file_format, tables)
+        if problem is None and file_format == 0:
+            return
+        raise StateUnavailable(
+            f"craft_apps state file {self.path} {problem or f'cannot be read ({_one_line(err)})'}"
+        )
+
+    @staticmethod
+    def _format_problem(file_format: int, tables: set[str]) -> str | None:
+        if file_format > FORMAT_VERSION:
+            return f"is from a newer format version {file_format} (this code reads {FORMAT_VERSION})"
+        if file_format == 0:
+            return f"is not a craft_apps state file (tables {sorted(tables)})" if tables else None
+        if file_format != FORMAT_VERSION:
+            return f"has unknown format version {file_format}"
+        missing = _TABLES - tables
+        return f"is corrupt (missing tables {sorted(missing)})" if missing else None
+
+    def _check_before_writing(self, db: sqlite3.Connection) -> None:
+        # Reads only: nothing may be written to a file until it is known to be ours and sound.
+        file_format = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        problem = self._format_problem(file_format, tables)
+        if problem is not None:
+            raise StateUnavailable(f"craft_apps state file {self.path} {problem}")
+        check = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
+        if check != ["ok"]:
+            raise StateUnavailable(f"craft_apps state file {self.path} is corrupt ({_one_line(check[0])})")
+
+    def _create_schema_if_blank(self, db: sqlite3.Connection) -> None:
+        # Checked again under the write lock: another process may have set it up meanwhile.
+        file_format = db.execute("PRAGMA user_version").fetchone()[0]
+        if file_format == FORMAT_VERSION:
+            return
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        problem = self._format_problem(file_format, tables)
+        if problem is not None:
+            raise StateUnavailable(f"craft_apps state file {self.path} {problem}")
+        for statement in _SCHEMA:
+            db.execute(statement)
+        logger.info("craft_apps state file %s created (format %d)", self.path, FORMAT_VERSION)
+
+    def _prepare_directory(self) -> None:
+        try:
+            self.state_dir.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.mkdir(self.state_dir, 0o700)
+                os.chmod(self.state_dir, 0o700)  # whatever the umask
+            except FileExistsError:
+                mode = stat.S_IMODE(os.stat(self.state_dir).st_mode)
+                if mode & 0o077:
+                    logger.warning(
+                        "craft_apps state directory %s is readable by others (%o)", self.state_dir, mode
+                    )
+        except OSError as err:
+            raise StateUnavailable(
+                f"craft_apps state directory {self.state_dir} cannot be created ({_one_line(err.strerror)})"
+            ) from None
+
+    def _create_private_file(self) -> None:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return
+        except OSError as err:
+            raise StateUnavailable(
+                f"craft_apps state file {self.path} cannot be created ({_one_line(err.strerror)})"
+            ) from None
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+        finally:
+            os.close(fd)
+
+    def _check_fence(self, db: sqlite3.Connection, fence: int) -> None:
+        row = db.execute("SELECT fence FROM lease WHERE name = ?", (self.lease_name,)).fetchone()
+        current = None if row is None else row[0]
+        if current is None or current != fence or isinstance(fence, bool):
+            raise FenceRejected(
+                f"write with fence {fence} refused: lease {self.lease_name!r} has fence {current}"
+            )
+
+    def _bump_version(self, db: sqlite3.Connection) -> None:
+        db.execute("UPDATE store_meta SET version = version + 1 WHERE id = 1")
+
+    def _unavailable(self, err: sqlite3.Error) -> StateUnavailable:
+        name = getattr(err, "sqlite_errorname", "") or ""
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            why = "is locked"
+        elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+            why = "is corrupt"
+        else:
+            why = "cannot be used"
+        return StateUnavailable(f"craft_apps state file {self.path} {why} ({_one_line(err)})")
+
+
+@contextlib.contextmanager
+def _transaction(db: sqlite3.Connection, begin: str) -> Iterator[None]:
+    if db.in_transaction:  # left open by a failed rollback: never build on top of it
+        db.execute("ROLLBACK")
+    db.execute(begin)
+    try:
+        yield
+        db.execute("COMMIT")  # a failed commit is rolled back below, like any other failure
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+
+
+def _stat_id(result: os.stat_result) -> tuple[int, int]:
+    return (result.st_dev, result.st_ino)
+
+
+def _is_ms(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    return _is_ms(value) and isinstance(value, int) and value >= 0
+
+
+def _encode_app(key: str, state: AppState) -> tuple[str, str | None, int | None, int | None, int]:
+    for name in ("fetched_ms", "failed_ms"):
+        value = getattr(state, name)
+        if value is not None and not _is_ms(value):
+            raise ValueError(f"app {key!r}: {name} must be Unix milliseconds or None, not {value!r}")
+    if state.etag is not None and not isinstance(state.etag, str):
+        raise ValueError(f"app {key!r}: etag must be a string or None")
+    if not _is_count(state.failures):
+        raise ValueError(f"app {key!r}: failures must be a non-negative integer, not {state.failures!r}")
+    try:
+        release_json = encode_release(state.latest_release)
+    except Exception as err:
+        raise ValueError(f"app {key!r}: the release cannot be encoded ({_one_line(err)})") from err
+    return (release_json, state.etag, state.fetched_ms, state.failed_ms, state.failures)
+
+
+def _decode_app_row(row: tuple[Any, ...]) -> tuple[str, AppState]:
+    key, release_json, etag, fetched_ms, failed_ms, failures = row
+    if not isinstance(key, str):
+        raise ValueError("the key is not text")
+    if not isinstance(release_json, str):
+        raise ValueError("the release is not text")
+    if etag is not None and not isinstance(etag, str):
+        raise ValueError("the etag is not text")
+    for name, value in (("fetched_ms", fetched_ms), ("failed_ms", failed_ms)):
+        if value is not None and not _is_ms(value):
+            raise ValueError(f"{name} is not an integer")
+    if not _is_count(failures):
+        raise ValueError("failures is not a non-negative integer")
+    return key, AppState(
+        latest_release=decode_release(release_json),
+        fetched_ms=fetched_ms,
+        etag=etag,
+        failed_ms=failed_ms,
+        failures=failures,
+    )
+
+
+def _encode_backoff(backoff: Backoff) -> tuple[int | None, int]:
+    if backoff.until_ms is not None and not _is_ms(backoff.until_ms):
+        raise ValueError(f"backoff until_ms must be Unix milliseconds or None, not {backoff.until_ms!r}")
+    if not _is_count(backoff.trouble):
+        raise ValueError(f"backoff trouble must be a non-negative integer, not {backoff.trouble!r}")
+    return (backoff.until_ms, backoff.trouble)
+
+
+def _decode_backoff_row(row: tuple[Any, ...]) -> Backoff:
+    until_ms, trouble = row
+    if until_ms is not None and not _is_ms(until_ms):
+        raise ValueError("until_ms is not an integer")
+    if not _is_count(trouble):
+        raise ValueError("trouble is not a non-negative integer")
+    return Backoff(until_ms=until_ms, trouble=trouble)

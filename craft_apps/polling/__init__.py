@@ -1,0 +1,3 @@
+"""The poller: when to ask GitHub (``schedule``), one tick (``poller``), and the long-running
+process around it with its lease and signals (``process``). Reads GitHub, writes the host's state
+file and the fleet's Redis; never imports the HTTP side."""

@@ -1,0 +1,312 @@
+"""One host's polling loop: keeps every app fresh, alone or with the fleet through Redis.
+
+Each tick: take the fleet's newer entries into memory (one pipelined Redis round trip), stop if
+the fleet or this host is backing off, then ask GitHub about each due app, one at a time with a
+second between requests, and stop at the first rate limit. With the fleet, right before asking
+about an app it reads the app's entry again and claims it, so hosts ticking together don't all
+ask. Every outcome is kept in memory, published to the host's state file (which the endpoint
+serves) and shared with the fleet.
+
+Invariants: per app all or nothing (a release, its ETag and its fetch time change together; a
+304 moves only the fetch time; a failure only the failure fields); nothing goes back in time;
+Redis trouble never stops the host polling alone with the same rules; nothing raises out of a
+tick. Every write to the state file carries the lease's fence, and a refused write ends the
+tick with ``fence_lost`` set so the runner steps down.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import Protocol
+
+from craft_apps.clock import Clock
+from craft_apps.domain import AppSpec, AppState, Backoff
+from craft_apps.fleet.entry import SharedAppEntry
+from craft_apps.fleet.store import RedisTrouble, SharedStore
+from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
+from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified, RateLimited
+from craft_apps.host.store import FenceRejected, StateStore, StateUnavailable
+from craft_apps.instants import format_ms
+from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS, RoundResult, backoff_after, is_due
+
+logger = logging.getLogger(__name__)
+
+
+class ReleaseSource(Protocol):
+    """What the poller needs from GitHub (``craft_apps.github.GitHubClient`` in production)."""
+
+    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome: ...
+
+
+@dataclass(frozen=True)
+class PollConfig:
+    apps: tuple[AppSpec, ...]
+    interval_ms: int
+    max_backoff_ms: int
+
+
+@dataclass
+class TickReport:
+    mode: PollMode
+    round: RoundResult = field(default_factory=RoundResult)
+    backing_off: bool = False
+
+
+class Poller:
+    def __init__(
+        self,
+        *,
+        config: PollConfig,
+        github: ReleaseSource,
+        host: StateStore,
+        fence: int,
+        clock: Clock,
+        shared: SharedStore | None = None,
+        still_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.config = config
+        self.github = github
+        self.host = host
+        self.fence = fence
+        self.clock = clock
+        self.shared = shared
+        self.still_leader = still_leader
+        self.memory: dict[str, AppState] = {app.key: AppState() for app in config.apps}
+        self.backoff = Backoff()
+        self.redis_log = RedisTroubleLog()
+        self.fence_lost = False
+        self._unpublished: set[str] = set()
+        self._backoff_unpublished = False
+
+    # -- start-up -------------------------------------------------------------------------
+
+    def load_host_state(self) -> None:
+        """Takes back what this host knew before a restart: ETags, fetch times, failures and the
+        backoff, so a restarted poller revalidates instead of fetching and skips fresh apps."""
+        try:
+            snapshot = self.host.read()
+        except StateUnavailable as err:
+            logger.warning("Craft app releases: starting without the host's state: %s", err)
+            return
+        for key in self.memory:
+            if key in snapshot.apps:
+                self.memory[key] = snapshot.apps[key]
+        self.backoff = snapshot.backoff
+
+    def warm_start(self) -> bool:
+        """Takes the fleet's entries into memory and publishes them, without asking GitHub."""
+        return self._refresh_from_shared()
+
+    # -- one tick -------------------------------------------------------------------------
+
+    def tick(self) -> TickReport:
+        shared_readable = self._refresh_from_shared()
+        mode = PollMode.choose(self.shared is not None, shared_readable)
+        report = TickReport(mode=mode)
+        self._publish()
+        now_ms = self.clock.now_ms()
+        if self.fence_lost:
+            return report
+        if self.backoff.is_active(now_ms):
+            report.backing_off = True
+            return report
+        due = [app for app in self.config.apps if self._is_due(app.key, now_ms)]
+        if not due:
+            return report
+        report.mode = self._poll_round(due, mode, report.round)
+        if report.round.requests() == 0 or self.fence_lost:
+            return report
+        self._update_backoff(report.round, report.mode)
+        logger.info("%s", _summary(report, self.backoff))
+        return report
+
+    def _poll_round(self, due: Iterable[AppSpec], mode: PollMode, result: RoundResult) -> PollMode:
+        for app in due:
+            if self.fence_lost or not self.still_leader():
+                break
+            if mode is PollMode.COORDINATED:
+                try:
+                    decision = self._check_shared(app.key)
+                except RedisTrouble as err:
+                    self.redis_log.failed(err, self.clock.now_ms())
+                    mode = PollMode.STANDALONE
+                    decision = "ask" if self._is_due(app.key, self.clock.now_ms()) else "skip"
+                if decision == "skip":
+                    continue
+                if decision == "stop":
+                    break
+            if result.requests() > 0 and not self.clock.sleep(BETWEEN_REQUESTS_MS / 1000):
+                break  # asked to stop
+            outcome = self.github.fetch_latest_release(app.repo, self.memory[app.key].etag)
+            mode = self._take_outcome(app, outcome, mode, result)
+            if isinstance(outcome, RateLimited):
+                break  # the rest of the round would be refused too
+        return mode
+
+    def _check_shared(self, key: str) -> str:
+        """Right before asking GitHub: the app's latest shared entry, then a claim."""
+        assert self.shared is not None
+        entries, backoff = self.shared.read([key])
+        self._merge_entry(key, entries[0])
+        self.backoff = backoff
+        now_ms = self.clock.now_ms()
+        if backoff.is_active(now_ms):
+            return "stop"
+        if not self._is_due(key, now_ms):
+            return "skip"
+        return "ask" if self.shared.claim(key, now_ms) else "skip"
+
+    def _take_outcome(
+        self, app: AppSpec, outcome: FetchOutcome, mode: PollMode, result: RoundResult
+    ) -> PollMode:
+        now_ms = self.clock.now_ms()
+        state = self.memory[app.key]
+        share: Callable[[SharedStore], object] | None = None
+        if isinstance(outcome, Fetched):
+            result.fetched += 1
+            self.memory[app.key] = replace(
+                state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms
+            )
+            share = partial(
+                SharedStore.write_fetched,
+                app_key=app.key,
+                release=outcome.release,
+                etag=outcome.etag,
+                fetched_ms=now_ms,
+            )
+        elif isinstance(outcome, NotModified):
+            result.unchanged += 1
+            self.memory[app.key] = replace(state, fetched_ms=now_ms)
+            if state.etag:
+                share = partial(
+                    SharedStore.write_unchanged, app_key=app.key, etag=state.etag, fetched_ms=now_ms
+                )
+        elif isinstance(outcome, RateLimited):
+            result.rate_limited = True
+            result.retry_at_ms = outcome.retry_at_ms
+            logger.warning(
+                "GitHub rate limit reached asking about %s; retry after %s.",
+                app.repo,
+                format_ms(outcome.retry_at_ms) if outcome.retry_at_ms else "an unannounced time",
+            )
+        elif isinstance(outcome, Failed):
+            result.failed += 1
+            failures = state.failures + 1 if state.is_failing() else 1
+            self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
+            logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
+            share = partial(SharedStore.write_failure, app_key=app.key, failed_ms=now_ms, failures=failures)
+        if share is None:
+            return mode
+        self._unpublished.add(app.key)
+        self._publish()
+        if mode is PollMode.COORDINATED and self.shared is not None:
+            try:
+                share(self.shared)
+            except RedisTrouble as err:
+                self.redis_log.failed(err, now_ms)
+                return PollMode.STANDALONE
+        return mode
+
+    def _update_backoff(self, result: RoundResult, mode: PollMode) -> None:
+        previous = self.backoff
+        self.backoff = backoff_after(
+            result,
+            previous,
+            self.clock.now_ms(),
+            interval_ms=self.config.interval_ms,
+            max_backoff_ms=self.config.max_backoff_ms,
+            random_value=self.clock.random(),
+        )
+        if self.backoff == previous:
+            return
+        self._backoff_unpublished = True
+        self._publish()
+        if mode is PollMode.COORDINATED and self.shared is not None:
+            try:
+                self.shared.write_backoff(self.backoff)
+            except RedisTrouble as err:
+                self.redis_log.failed(err, self.clock.now_ms())
+
+    # -- memory, the fleet and the host's state file -----------------------------------------
+
+    def _is_due(self, key: str, now_ms: int) -> bool:
+        return is_due(self.memory[key], now_ms, self.config.interval_ms)
+
+    def _refresh_from_shared(self) -> bool:
+        """Takes the fleet's newer entries and backoff; False when there is no fleet or Redis
+        couldn't be read (the tick then works alone)."""
+        if self.shared is None:
+            return False
+        keys = [app.key for app in self.config.apps]
+        try:
+            entries, backoff = self.shared.read(keys)
+        except RedisTrouble as err:
+            self.redis_log.failed(err, self.clock.now_ms())
+            return False
+        self.redis_log.succeeded(self.clock.now_ms())
+        for key, entry in zip(keys, entries, strict=True):
+            self._merge_entry(key, entry)
+        if backoff != self.backoff:
+            self.backoff = backoff
+            self._backoff_unpublished = True
+        self._publish()
+        return True
+
+    def _merge_entry(self, key: str, entry: SharedAppEntry | None) -> None:
+        if entry is None:
+            return
+        merged = merge_shared(self.memory[key], entry)
+        if merged is not None:
+            self.memory[key] = merged
+            self._unpublished.add(key)
+
+    def _publish(self) -> None:
+        """Writes what changed to the host's state file; what couldn't be written is retried on
+        the next call. A refused fence means another poller took over: stop writing."""
+        if self.fence_lost:
+            return
+        try:
+            for key in sorted(self._unpublished):
+                self.host.put_app(key, self.memory[key], fence=self.fence)
+                self._unpublished.discard(key)
+            if self._backoff_unpublished:
+                self.host.put_backoff(self.backoff, fence=self.fence)
+                self._backoff_unpublished = False
+        except FenceRejected as err:
+            self.fence_lost = True
+            logger.error("Craft app releases: another poller took over this state directory: %s", err)
+        except StateUnavailable as err:
+            logger.warning("Craft app releases: couldn't write the host's state file: %s", err)
+
+
+def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
+    """``state`` with what is newer in a fleet entry, or None when nothing is."""
+    merged = state
+    fetched = entry.fetched
+    if fetched is not None and (state.fetched_ms is None or fetched.fetched_ms > state.fetched_ms):
+        merged = replace(
+            merged,
+            latest_release=fetched.latest_release,
+            etag=fetched.etag,
+            fetched_ms=fetched.fetched_ms,
+        )
+    failure = entry.failure
+    if failure is not None and (state.failed_ms is None or failure.failed_ms > state.failed_ms):
+        merged = replace(merged, failed_ms=failure.failed_ms, failures=failure.failures)
+    return None if merged is state else merged
+
+
+def _summary(report: TickReport, backoff: Backoff) -> str:
+    result = report.round
+    text = (
+        f"Craft app releases ({report.mode.value}): {result.fetched} fetched, "
+        f"{result.unchanged} unchanged, {result.failed} failed"
+    )
+    if result.rate_limited:
+        text += ", rate limited"
+    if backoff.until_ms is not None:
+        text += f"; backing off until {format_ms(backoff.until_ms)}"
+    return text + "."

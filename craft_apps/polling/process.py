@@ -1,0 +1,184 @@
+"""The poller process: configuration, the lease, the loop and a clean stop.
+
+One active poller per state directory: the runner waits as a standby until it holds the lease,
+polls while it holds it, and steps down to standby when it learns (a refused fenced write, a
+lost renewal) that another process took over. A stop request ends any wait at once; the round
+in flight ends after its current request, and a clean stop expires the lease in place so a
+standby takes over within seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import threading
+from dataclasses import dataclass
+
+from django.db import close_old_connections
+
+from craft_apps.clock import Clock, SystemClock
+from craft_apps.conf import app_settings
+from craft_apps.domain import LeaseTiming
+from craft_apps.fleet.connection import poller_redis_client
+from craft_apps.fleet.store import SharedStore
+from craft_apps.github.client import GitHubClient
+from craft_apps.host.lease import Lease, LeaseKeeper
+from craft_apps.host.store import StateStore, StateUnavailable
+from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
+from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
+
+logger = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_STATE_UNUSABLE = 2
+
+
+@dataclass
+class RunnerOptions:
+    once: bool = False
+    startup_delay: bool = True  # spread a fleet deploy's first rounds over 0-30 s
+    hostname: str | None = None  # written as `by` in Redis; the machine's name by default
+    lease_timing: LeaseTiming | None = None  # the settings' LEASE_TTL_SECS / LEASE_RETRY_SECS
+    keep_lease_in_background: bool = True  # a thread renews during long requests (not on a fake clock)
+
+
+class PollerRunner:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        github: ReleaseSource | None = None,
+        shared: SharedStore | None = None,
+        options: RunnerOptions | None = None,
+    ) -> None:
+        self.stop = threading.Event()
+        self.clock: Clock = clock or SystemClock(self.stop)
+        self.options = options or RunnerOptions()
+        self._github = github
+        self._shared = shared
+        self.lease: Lease | None = None
+        self.poller: Poller | None = None
+
+    def run(self) -> int:
+        """Polls until stopped (or one round with ``once``). Returns the exit status."""
+        config = PollConfig(
+            apps=app_settings.APPS,
+            interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
+            max_backoff_ms=app_settings.MAX_BACKOFF_SECS * 1000,
+        )
+        host = StateStore(app_settings.STATE_DIR)
+        try:
+            host.open_for_writing()
+        except StateUnavailable as err:
+            logger.error("Craft app releases: can't use the state file: %s", err)
+            return EXIT_STATE_UNUSABLE
+        github = self._github or GitHubClient(
+            api_url=app_settings.GITHUB_API_URL,
+            web_url=app_settings.GITHUB_WEB_URL,
+            token=app_settings.GITHUB_TOKEN,
+            clock=self.clock,
+        )
+        shared = self._shared or self._shared_store()
+        logger.info(
+            "Polling GitHub for %d craft app releases, each at most every %d s "
+            "(GitHub token: %s; coordinated through Redis: %s; state: %s).",
+            len(config.apps),
+            config.interval_ms // 1000,
+            "yes" if app_settings.GITHUB_TOKEN else "no",
+            "yes" if shared is not None else "no",
+            host.path,
+        )
+        holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        timing = self.options.lease_timing or app_settings.LEASE_TIMING
+        self.lease = Lease(host, holder=holder, clock=self.clock, timing=timing)
+        try:
+            while not self.stop.is_set():
+                if not self._acquire():
+                    return EXIT_OK
+                self._hold(config, github, host, shared)
+                if self.options.once:
+                    return EXIT_OK
+            return EXIT_OK
+        finally:
+            self.lease.release()
+            close = getattr(github, "close", None)
+            if self._github is None and callable(close):
+                close()
+
+    def _acquire(self) -> bool:
+        assert self.lease is not None
+        if self.lease.try_acquire():
+            logger.info("Craft app releases: this poller is active (fence %s).", self.lease.fence)
+            return True
+        try:
+            current = self.lease.current()
+        except StateUnavailable:
+            current = None
+        holder = current[0] if current else "another process"
+        if self.options.once:
+            logger.warning(
+                "Craft app releases: another poller (%s) is active for this state directory; not polling.",
+                holder,
+            )
+            return False
+        logger.info("Craft app releases: standing by while %s polls.", holder)
+        acquired = self.lease.wait_until_acquired()
+        if acquired:
+            logger.info("Craft app releases: took over polling (fence %s).", self.lease.fence)
+        return acquired
+
+    def _hold(
+        self, config: PollConfig, github: ReleaseSource, host: StateStore, shared: SharedStore | None
+    ) -> None:
+        """Polls while this process holds the lease."""
+        lease = self.lease
+        assert lease is not None and lease.fence is not None
+        keeper = None
+        if self.options.keep_lease_in_background:
+            keeper = LeaseKeeper(lease, on_lost=lambda: logger.error("Craft app releases: lease lost."))
+            keeper.start()
+        try:
+            poller = Poller(
+                config=config,
+                github=github,
+                host=host,
+                fence=lease.fence,
+                clock=self.clock,
+                shared=shared,
+                still_leader=lambda: lease.renew_if_due() and not self.stop.is_set(),
+            )
+            self.poller = poller
+            poller.load_host_state()
+            if poller.warm_start():
+                logger.info("Craft app releases: took the fleet's releases from Redis at start-up.")
+            spread = self.options.startup_delay and not self.options.once
+            if spread and not self.clock.sleep(startup_delay_ms(self.clock.random()) / 1000):
+                return
+            while not self.stop.is_set():
+                close_old_connections()
+                if not lease.renew_if_due():
+                    logger.error("Craft app releases: lost the lease; standing by.")
+                    return
+                poller.tick()
+                if poller.fence_lost:
+                    logger.error("Craft app releases: stepping down; another poller holds the lease.")
+                    return
+                if self.options.once or not self.clock.sleep(tick_delay_ms(self.clock.random()) / 1000):
+                    return
+        finally:
+            if keeper is not None:
+                keeper.stop()
+
+    def _shared_store(self) -> SharedStore | None:
+        if not app_settings.COORDINATION_ENABLED:
+            return None
+        client = poller_redis_client(app_settings.REDIS_ALIAS)
+        if client is None:
+            return None
+        return SharedStore(
+            client,
+            hostname=self.options.hostname or socket.gethostname(),
+            key_prefix=app_settings.REDIS_KEY_PREFIX,
+        )

@@ -1,0 +1,43 @@
+"""Fixtures for the state file and lease tests: real, file-backed SQLite in tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from craft_apps.domain import AppState, Release
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.testing.clock import START_MS, FakeClock
+from tests.support import release
+
+
+def make_release(tag: str = "v1.2.0", notes: str = "Faster exports.") -> Release:
+    return release(tag.removeprefix("v"), notes=notes)
+
+
+def fetched(at_ms: int = START_MS, tag: str = "v1.2.0", etag: str | None = '"etag-1"') -> AppState:
+    return AppState(latest_release=make_release(tag), fetched_ms=at_ms, etag=etag)
+
+
+@pytest.fixture
+def store(state_dir: Path) -> Iterator[StateStore]:
+    store = StateStore(state_dir, busy_timeout_s=0.05)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def writer(store: StateStore, fake_clock: FakeClock) -> Lease:
+    """A lease held on ``store``: its fence is what writes carry."""
+    lease = Lease(store, holder="host-a:1:aaaa", clock=fake_clock)
+    assert lease.try_acquire()
+    return lease
+
+
+@pytest.fixture
+def fence(writer: Lease) -> int:
+    assert writer.fence is not None
+    return writer.fence

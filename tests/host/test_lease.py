@@ -1,0 +1,354 @@
+"""The poller lease: one holder, fenced custody, blackouts counted as loss before a takeover."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import queue
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from craft_apps.domain import LeaseTiming
+from craft_apps.host.lease import Lease, LeaseKeeper, make_holder
+from craft_apps.host.store import FenceRejected, StateStore
+from craft_apps.testing.clock import START_MS, FakeClock
+from tests.host import _race
+from tests.host.conftest import fetched
+
+TTL, RETRY = 30_000, 2_000
+
+
+def lease_on(store: StateStore, clock: FakeClock, holder: str) -> Lease:
+    return Lease(store, holder=holder, clock=clock)
+
+
+def lock_writes(store: StateStore) -> sqlite3.Connection:
+    """Another connection holding the write lock: the state file is unreachable for writes."""
+    blocker = sqlite3.connect(store.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    return blocker
+
+
+class StoppingClock(FakeClock):
+    def sleep(self, seconds: float) -> bool:
+        super().sleep(seconds)
+        return False  # as SystemClock does when a stop was requested
+
+
+# ---- timing -------------------------------------------------------------------------------------
+
+
+def test_default_timing() -> None:
+    timing = LeaseTiming()
+    assert (timing.ttl_ms, timing.retry_ms) == (TTL, RETRY)
+    assert (timing.renew_every_ms, timing.renew_deadline_ms) == (10_000, 20_000)
+
+
+@pytest.mark.parametrize(
+    ("ttl_ms", "retry_ms", "message"),
+    [
+        (3_000, 2_000, "TTL 3000 ms, renew deadline 2000 ms, retry 2000 ms"),
+        (1, 1, "TTL 1 ms, renew deadline 0 ms, retry 1 ms"),
+        (0, 2_000, "ttl_ms must be a positive"),
+        (30_000, -1, "retry_ms must be a positive"),
+        (30_000, True, "retry_ms must be a positive"),
+    ],
+)
+def test_timing_is_validated(ttl_ms: int, retry_ms: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        LeaseTiming(ttl_ms=ttl_ms, retry_ms=retry_ms)
+
+
+def test_the_smallest_valid_timing_is_accepted() -> None:
+    assert LeaseTiming(ttl_ms=3_700, retry_ms=2_000).renew_deadline_ms == 2_466
+
+
+def test_holder_names_are_host_pid_random() -> None:
+    host, pid, token = make_holder().split(":")
+    assert host and int(pid) > 0 and len(token) == 8
+    assert make_holder() != make_holder()
+
+
+# ---- acquire, renew, expire ---------------------------------------------------------------------
+
+
+def test_a_cold_lease_has_one_holder(store: StateStore, fake_clock: FakeClock) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.current() is None
+    assert a.try_acquire()
+    assert a.fence == 1 and a.is_held()
+    assert a.current() == ("a", 1, START_MS + TTL)
+    assert not b.try_acquire()
+    assert b.fence is None and not b.is_held()
+    assert a.try_acquire() and a.fence == 1  # already held: no new custody
+
+
+def test_renewal_happens_every_third_of_the_ttl(store: StateStore, fake_clock: FakeClock) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    fake_clock.advance(9.999)
+    assert a.renew_if_due()
+    assert a.current() == ("a", 1, START_MS + TTL)  # not due yet
+    fake_clock.advance(0.001)
+    assert a.renew_if_due()
+    assert a.current() == ("a", 1, START_MS + 10_000 + TTL)
+    for _ in range(30):  # five minutes of renewals keep the standby out
+        fake_clock.advance(10)
+        assert a.renew_if_due()
+        assert not b.try_acquire()
+    assert a.fence == 1 and a.is_held()
+
+
+def test_an_expired_lease_changes_hands_with_a_new_fence(store: StateStore, fake_clock: FakeClock) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    fake_clock.advance(29.999)
+    assert not b.try_acquire()
+    fake_clock.advance(0.001)
+    assert b.try_acquire()
+    assert b.fence == 2
+    assert a.current() == ("b", 2, START_MS + 2 * TTL)
+    assert not a.is_held()
+    assert not a.renew_if_due() and a.fence is None
+
+
+def test_the_same_holder_reacquiring_after_expiry_is_a_new_custody(
+    store: StateStore, fake_clock: FakeClock
+) -> None:
+    a = lease_on(store, fake_clock, "a")
+    assert a.try_acquire()
+    fake_clock.advance(30)
+    assert not a.is_held()
+    assert a.try_acquire()
+    assert a.fence == 2
+    assert a.current() == ("a", 2, START_MS + 30_000 + TTL)
+
+
+def test_a_stalled_holder_learns_of_the_takeover_and_its_writes_are_refused(state_dir: Path) -> None:
+    # The holder's process was stopped for a while: its own clock reading is stale, the
+    # standby's is 30 s on. (Two clocks on one file, as two processes would have.)
+    store_a, store_b = StateStore(state_dir), StateStore(state_dir)
+    clock_a, clock_b = FakeClock(), FakeClock()
+    a, b = lease_on(store_a, clock_a, "a"), lease_on(store_b, clock_b, "b")
+    assert a.try_acquire()
+    assert store_a.put_app("photocraft", fetched(START_MS), fence=1)
+    clock_b.advance(30)
+    assert b.try_acquire() and b.fence == 2
+
+    clock_a.advance(15)  # due for renewal, within its deadline
+    assert a.is_held()  # it cannot know yet...
+    with pytest.raises(FenceRejected):  # ...but its writes are already refused
+        store_a.put_app("photocraft", fetched(START_MS + 15_000, tag="v0.0.1"), fence=1)
+    assert not a.renew_if_due()  # and the next renewal tells it
+    assert a.fence is None and not a.is_held()
+    assert store_b.put_app("photocraft", fetched(START_MS + 30_000, tag="v2.0.0"), fence=2)
+    release = store_b.read().apps["photocraft"].latest_release
+    assert release is not None and release.tag == "v2.0.0"
+
+
+# ---- blackouts ----------------------------------------------------------------------------------
+
+
+def test_a_renewal_blackout_is_a_loss_before_anyone_may_take_over(
+    store: StateStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    blocker = lock_writes(store)
+    caplog.set_level(logging.WARNING, logger="craft_apps.host.lease")
+    for _ in range(19):
+        fake_clock.advance(1)
+        assert a.renew_if_due()  # from 10 s on it fails, but a blackout is not a loss yet
+    blackout_lines = [r for r in caplog.records if "could not renew" in r.getMessage()]
+    assert len(blackout_lines) == 1  # logged once per blackout, not once per attempt
+    assert blackout_lines[0].levelno == logging.WARNING and "is locked" in blackout_lines[0].getMessage()
+    fake_clock.advance(0.999)
+    assert a.is_held() and a.renew_if_due()
+    fake_clock.advance(0.001)  # 20 s: the renew deadline
+    assert not a.is_held()
+    assert not a.renew_if_due() and a.fence is None
+    blocker.execute("ROLLBACK")
+    blocker.close()
+
+    assert not b.try_acquire()  # the lease itself has 10 s left: a gave up first
+    fake_clock.advance(9.999)
+    assert not b.try_acquire()
+    fake_clock.advance(0.001)
+    assert b.try_acquire() and b.fence == 2
+
+
+def test_a_short_blackout_is_survived(
+    store: StateStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = lease_on(store, fake_clock, "a")
+    assert a.try_acquire()
+    blocker = lock_writes(store)
+    fake_clock.advance(10)
+    assert a.renew_if_due()
+    assert a.current() == ("a", 1, START_MS + TTL)  # the renewal did not get through
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    caplog.set_level(logging.INFO, logger="craft_apps.host.lease")
+    fake_clock.advance(9)
+    assert a.renew_if_due()
+    assert a.current() == ("a", 1, START_MS + 19_000 + TTL)
+    assert "reachable again" in caplog.text
+    fake_clock.advance(19.999)
+    assert a.is_held()
+
+
+# ---- release and standby ------------------------------------------------------------------------
+
+
+def test_a_clean_release_lets_a_standby_in_at_once_and_the_fence_survives(
+    store: StateStore, fake_clock: FakeClock
+) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    a.release()
+    assert a.fence is None and not a.is_held() and a.released
+    assert a.current() == ("a", 1, 0)  # expired in place
+    a.release()  # idempotent
+    assert b.try_acquire()
+    assert b.fence == 2
+    with pytest.raises(FenceRejected):
+        store.put_app("photocraft", fetched(), fence=1)
+
+
+def test_release_never_raises(
+    store: StateStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = lease_on(store, fake_clock, "a")
+    assert a.try_acquire()
+    blocker = lock_writes(store)
+    a.release()  # the file is locked: the lease will expire by itself
+    assert a.fence is None
+    assert "could not release" in caplog.text
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert a.current() == ("a", 1, START_MS + TTL)
+
+
+def test_a_standby_takes_over_within_ttl_plus_retry_of_a_kill(
+    store: StateStore, fake_clock: FakeClock
+) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    fake_clock.advance(10)
+    assert a.renew_if_due()
+    killed_at = fake_clock.now_ms()  # a dies right after renewing: the worst case
+
+    assert b.wait_until_acquired()
+    waited = fake_clock.now_ms() - killed_at
+    assert TTL <= waited <= TTL + RETRY
+    assert b.fence == 2
+    assert set(fake_clock.sleeps) == {RETRY / 1000}
+
+
+def test_waiting_ends_when_a_stop_is_requested(store: StateStore) -> None:
+    clock = StoppingClock()
+    assert lease_on(store, clock, "a").try_acquire()
+    b = lease_on(store, clock, "b")
+    assert not b.wait_until_acquired()
+    assert b.fence is None
+    assert clock.sleeps == [RETRY / 1000]
+
+
+def test_a_free_lease_is_acquired_without_waiting(store: StateStore, fake_clock: FakeClock) -> None:
+    assert lease_on(store, fake_clock, "a").wait_until_acquired()
+    assert fake_clock.sleeps == []
+
+
+# ---- the keeper thread --------------------------------------------------------------------------
+
+
+class ReportingLease(Lease):
+    """Tells the test about every renewal the keeper makes, so nothing waits on a timer."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.renewals: queue.Queue[bool] = queue.Queue()
+
+    def renew_if_due(self) -> bool:
+        held = super().renew_if_due()
+        self.renewals.put(held)
+        return held
+
+
+def test_the_keeper_renews_and_stops_without_calling_on_lost(
+    store: StateStore, fake_clock: FakeClock
+) -> None:
+    lease = ReportingLease(store, holder="a", clock=fake_clock)
+    assert lease.try_acquire()
+    fake_clock.advance(10)
+    lost = threading.Event()
+    keeper = LeaseKeeper(lease, on_lost=lost.set, poll_s=0.01)
+    keeper.start()
+    assert lease.renewals.get(timeout=5) is True
+    keeper.stop()
+    assert lease.current() == ("a", 1, START_MS + 10_000 + TTL)
+    assert keeper._thread is not None and not keeper._thread.is_alive()
+    assert not lost.is_set()
+
+
+def test_the_keeper_reports_a_takeover(state_dir: Path) -> None:
+    clock_a, clock_b = FakeClock(), FakeClock()
+    a = lease_on(StateStore(state_dir), clock_a, "a")
+    b = lease_on(StateStore(state_dir), clock_b, "b")
+    assert a.try_acquire()
+    clock_b.advance(30)
+    assert b.try_acquire()
+    clock_a.advance(15)
+    lost = threading.Event()
+    keeper = LeaseKeeper(a, on_lost=lost.set, poll_s=0.01)
+    keeper.start()
+    assert lost.wait(timeout=5)
+    keeper.stop()
+    assert a.fence is None
+
+
+def test_the_keeper_ends_quietly_after_a_release(store: StateStore, fake_clock: FakeClock) -> None:
+    lease = ReportingLease(store, holder="a", clock=fake_clock)
+    assert lease.try_acquire()
+    lost = threading.Event()
+    keeper = LeaseKeeper(lease, on_lost=lost.set, poll_s=0.01)
+    keeper.start()
+    assert lease.renewals.get(timeout=5) is True
+    lease.release()
+    assert keeper._thread is not None
+    keeper._thread.join(timeout=5)
+    assert not keeper._thread.is_alive()
+    assert not lost.is_set()
+
+
+# ---- two processes ------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_two_processes_racing_for_the_lease_have_exactly_one_winner_each_time(tmp_path: Path) -> None:
+    rounds = 25
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(2, timeout=60)
+    results = context.Queue()
+    processes = [
+        context.Process(target=_race.contend, args=(barrier, results, str(tmp_path), rounds, holder))
+        for holder in ("proc-a", "proc-b")
+    ]
+    for process in processes:
+        process.start()
+    outcomes = [results.get(timeout=60) for _ in range(4 * rounds)]
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+
+    for phase in ("cold", "warm"):
+        for number in range(rounds):
+            tries = [o for o in outcomes if o[0] == phase and o[1] == number]
+            assert sorted(o[2] for o in tries) == ["proc-a", "proc-b"]
+            winners = [o for o in tries if o[3]]
+            assert len(winners) == 1, (phase, number, tries)
+            # cold: a fresh file starts at fence 1; warm: exactly one change of custody per round
+            assert winners[0][4] == (1 if phase == "cold" else number + 1)

@@ -1,0 +1,116 @@
+"""The package's import graph: no cycles, and no import from a lower layer to a higher one.
+
+The tiers are GitHub -> the host's state file and the fleet's Redis -> the HTTP answer. The
+layers below say which packages each module may import; the test reads every module's imports
+from its source (module-level and function-level alike), so a lazy import can't hide a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "craft_apps"
+
+# Layer of each top-level part of the package, lowest first. A module may import its own part
+# and any part of a strictly lower layer, and nothing else.
+LAYERS: dict[str, int] = {
+    "domain": 0,
+    "instants": 0,
+    "clock": 0,
+    "codec": 1,
+    "conf": 2,
+    "github": 3,
+    "host": 3,
+    "fleet": 3,
+    "polling": 4,
+    "api": 4,
+    "checks": 5,
+    "urls": 5,
+    "apps": 6,
+    "management": 6,
+    "redis_options": 6,  # the 0.1 import path of fleet.options, kept for sites
+    "testing": 6,
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "craft_apps":
+                found.update(f"craft_apps.{alias.name}" for alias in node.names)
+            elif node.module.startswith("craft_apps."):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("craft_apps."))
+    return found
+
+
+def part_of(module: str) -> str:
+    return module.split(".")[1]
+
+
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    return {module_name(p): imported_modules(p) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def test_every_part_of_the_package_has_a_layer() -> None:
+    parts = {part_of(m) for m in graph() if m != "craft_apps"}
+    assert parts <= set(LAYERS), f"give these a layer: {sorted(parts - set(LAYERS))}"
+
+
+@pytest.mark.parametrize("module", sorted(graph()))
+def test_imports_only_its_own_part_or_lower_layers(module: str) -> None:
+    if module == "craft_apps":
+        return
+    own = part_of(module)
+    wrong = sorted(
+        target
+        for target in graph()[module]
+        if part_of(target) != own and LAYERS[part_of(target)] >= LAYERS[own]
+    )
+    assert not wrong, f"{module} (layer {LAYERS[own]}) imports a same or higher layer: {wrong}"
+
+
+def test_the_http_side_and_polling_never_import_each_other() -> None:
+    edges = graph()
+    crossing = sorted(
+        (src, dst)
+        for src, targets in edges.items()
+        for dst in targets
+        if {part_of(src), part_of(dst)} == {"api", "polling"}
+    )
+    assert not crossing
+
+
+def test_no_import_cycles() -> None:
+    edges = {m: {t for t in ts if t in graph()} for m, ts in graph().items()}
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+    path: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = [*path[path.index(nxt) :], nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+    assert state and all(v == 2 for v in state.values())
