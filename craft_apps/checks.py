@@ -1,59 +1,170 @@
 """System checks (``manage.py check``): every configuration problem, with what to set.
 
-Ids: ``craft_apps.E001`` a value of the wrong type or form; ``E002`` no valid app in ``APPS``;
-``E003`` the Redis alias isn't a django-redis cache; ``E004`` the state directory can't be
-created or written; ``E005`` ``CRAFT_APPS`` isn't a dict. ``W001`` a skipped ``APPS`` entry;
-``W002`` an interval below the minimum (raised to it); ``W003`` a maximum backoff below the
-interval (raised to it); ``W004`` unknown keys in ``CRAFT_APPS``; ``W005`` the Redis alias
-without timeouts or with a large pool; ``W006`` the Redis alias sharing its URL (and pool).
+This module owns every check id and message: ``conf`` and ``fleet.connection`` report problems
+as data (a code and the values to name), and ``CHECKS`` below says, per code, the id, the
+message and the hint. Ids: ``E001`` a value of the wrong type or form (the default is used);
+``E002`` no valid app in ``APPS``; ``E003`` the Redis alias isn't a django-redis cache;
+``E004`` the state directory can't be created or written; ``E005`` ``CRAFT_APPS`` isn't a dict;
+``W001`` a skipped ``APPS`` entry; ``W002`` an interval below the minimum (raised to it);
+``W003`` a maximum backoff below the interval (raised to it); ``W004`` unknown keys in
+``CRAFT_APPS``; ``W005`` the Redis alias without timeouts or with a large pool; ``W006`` the
+Redis alias sharing its URL (and pool).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
-from craft_apps.conf import Problem, app_settings, describe
+from craft_apps.conf import BY_KEY, Problem, app_settings, describe
 from craft_apps.fleet.connection import alias_problems
 
 
-@register(Tags.compatibility)
+@dataclass(frozen=True)
+class Check:
+    id: str
+    msg: str  # a str.format template over the problem's details
+    hint: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A problem as ``manage.py check`` and the poller report it."""
+
+    id: str
+    msg: str
+    hint: str
+
+    @property
+    def is_error(self) -> bool:
+        return ".E" in self.id
+
+
+CHECKS: dict[str, Check] = {
+    "invalid_value": Check(
+        "craft_apps.E001",
+        "{source} is {value!r}, which is not {expected}; using {default!r}.",
+        "Set {setting} to {expected}.",
+    ),
+    "lease_timing": Check(
+        "craft_apps.E001",
+        "{ttl_setting} and {retry_setting}: {reason}; using the defaults.",
+        "Make the TTL at least twice the retry (the defaults are 30 and 2).",
+    ),
+    "no_valid_app": Check(
+        "craft_apps.E002",
+        "{source} lists no valid app; serving the built-in list of {count} apps.",
+        "Fix {apps_setting} or remove it to use the built-in list.",
+    ),
+    "not_django_redis": Check(
+        "craft_apps.E003",
+        "{where} has BACKEND {backend!r}, not django-redis; the poller can't coordinate through it.",
+        "Set {where}['BACKEND'] to {expected!r}, or point CRAFT_APPS['REDIS_ALIAS'] at a django-redis alias.",
+    ),
+    "state_dir_unwritable": Check(
+        "craft_apps.E004",
+        "The state directory {path} can't be created or written: {reason}.",
+        "Set {state_dir_setting} to a directory this user ({user}) can write.",
+    ),
+    "not_a_dict": Check(
+        "craft_apps.E005",
+        "settings.CRAFT_APPS is a {type}, not a dict; it is ignored.",
+        "Set CRAFT_APPS to a dict such as {{'POLL_INTERVAL_SECS': 1800}}.",
+    ),
+    "app_skipped": Check(
+        "craft_apps.W001",
+        "{source}: skipped entry {reason}.",
+        "Write each entry of {apps_setting} as key=Name=org/repo, separated by commas.",
+    ),
+    "below_minimum:POLL_INTERVAL_SECS": Check(
+        "craft_apps.W002",
+        "{setting} is {value}, below the minimum of {minimum} s {token_state}; using {minimum}.",
+        "Set it to at least {minimum}{token_hint}",
+    ),
+    "below_minimum:MAX_BACKOFF_SECS": Check(
+        "craft_apps.W003",
+        "{setting} is {value}, below the polling interval; using the interval, {minimum}.",
+        "Set it to at least the polling interval ({minimum}).",
+    ),
+    "unknown_keys": Check(
+        "craft_apps.W004",
+        "settings.CRAFT_APPS has unknown keys: {keys}; they are ignored.",
+        "Check their spelling against the README's list of settings.",
+    ),
+    "redis_timeout": Check(
+        "craft_apps.W005",
+        "{where}['OPTIONS'][{option!r}] {state}; a Redis that stops answering could "
+        "hold the poller longer than {limit} s for {what}.",
+        "Set {where}['OPTIONS'][{option!r}] to {limit} (seconds) or less.",
+    ),
+    "redis_pool_size": Check(
+        "craft_apps.W005",
+        "{where}['OPTIONS']['CONNECTION_POOL_KWARGS']['max_connections'] {state}; "
+        "the poller needs at most {limit} connections.",
+        "Set {where}['OPTIONS']['CONNECTION_POOL_KWARGS'] to "
+        "{{'max_connections': {limit}, 'health_check_interval': {health_check}}}.",
+    ),
+    "redis_shared_url": Check(
+        "craft_apps.W006",
+        "{where}['LOCATION'] is also the LOCATION of {sharing}; "
+        "django-redis keeps one pool per URL, so the poller would share that pool and its settings.",
+        "Make {where}['LOCATION'] unique, e.g. add '?client_name={client_name}' "
+        "or use another database number.",
+    ),
+}
+
+
+def _check_for(problem: Problem) -> Check:
+    key = problem.details.get("key")
+    return CHECKS.get(f"{problem.code}:{key}") or CHECKS[problem.code]
+
+
+def _context(problem: Problem) -> Mapping[str, Any]:
+    """The problem's details plus the names every message may use."""
+    details = dict(problem.details)
+    key = details.get("key")
+    if isinstance(key, str):
+        details["setting"] = describe(key)
+        details.setdefault("expected", BY_KEY[key].expected)
+    has_token = app_settings.GITHUB_TOKEN is not None
+    details["token_state"] = "with a GitHub token" if has_token else "without a GitHub token"
+    details["token_hint"] = "." if has_token else f", or set {BY_KEY['GITHUB_TOKEN'].env} for a 60 s minimum."
+    details["apps_setting"] = describe("APPS")
+    details["state_dir_setting"] = describe("STATE_DIR")
+    details["ttl_setting"] = describe("LEASE_TTL_SECS")
+    details["retry_setting"] = describe("LEASE_RETRY_SECS")
+    return details
+
+
+def finding(problem: Problem) -> Finding:
+    """The id, message and hint of one problem."""
+    check = _check_for(problem)
+    context = _context(problem)
+    return Finding(check.id, check.msg.format(**context), check.hint.format(**context))
+
+
+@register("craft_apps", Tags.compatibility)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    return [_message(problem) for problem in configuration_problems()]
+    return [_message(found) for found in configuration_problems()]
 
 
-def configuration_problems() -> list[Problem]:
+def configuration_problems() -> list[Finding]:
     """Every problem with the configuration, errors and warnings, in a stable order."""
     configured = getattr(settings, "CRAFT_APPS", None)
     if configured is not None and not isinstance(configured, dict):
-        return [
-            Problem(
-                "craft_apps.E005",
-                f"settings.CRAFT_APPS is a {type(configured).__name__}, not a dict; it is ignored.",
-                "Set CRAFT_APPS to a dict such as {'POLL_INTERVAL_SECS': 1800}.",
-            )
-        ]
-    problems: list[Problem] = []
-    for resolve in app_settings.resolvers():
-        problems.extend(resolve().problems)
-    unknown = app_settings.unknown_keys()
-    if unknown:
-        problems.append(
-            Problem(
-                "craft_apps.W004",
-                f"settings.CRAFT_APPS has unknown keys: {', '.join(unknown)}; they are ignored.",
-                "Check their spelling against the README's list of settings.",
-            )
-        )
+        return [finding(Problem("not_a_dict", {"type": type(configured).__name__}))]
+    problems = app_settings.problems()
     problems.extend(_state_dir_problems(app_settings.STATE_DIR))
     if app_settings.COORDINATION_ENABLED:
         problems.extend(alias_problems(app_settings.REDIS_ALIAS))
-    return problems
+    return [finding(problem) for problem in problems]
 
 
 def _state_dir_problems(state_dir: Path) -> list[Problem]:
@@ -64,13 +175,7 @@ def _state_dir_problems(state_dir: Path) -> list[Problem]:
             pass
     except OSError as err:
         reason = err.strerror or type(err).__name__
-        return [
-            Problem(
-                "craft_apps.E004",
-                f"The state directory {state_dir} can't be created or written: {reason}.",
-                f"Set {describe('STATE_DIR')} to a directory this user ({_user()}) can write.",
-            )
-        ]
+        return [Problem("state_dir_unwritable", {"path": state_dir, "reason": reason, "user": _user()})]
     return []
 
 
@@ -81,6 +186,6 @@ def _user() -> str:
         return f"uid {os.getuid()}"
 
 
-def _message(problem: Problem) -> CheckMessage:
-    kind = Error if problem.is_error else Warning
-    return kind(problem.msg, hint=problem.hint, id=problem.id)
+def _message(found: Finding) -> CheckMessage:
+    kind = Error if found.is_error else Warning
+    return kind(found.msg, hint=found.hint, id=found.id)

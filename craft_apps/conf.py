@@ -1,15 +1,16 @@
 """The app's settings, read at call time so ``override_settings`` and the environment both work.
 
 Each setting comes from ``settings.CRAFT_APPS[KEY]``, else from its environment variable, else
-from its default. Every value is resolved by one function that also reports what was wrong with
-it; the properties return the value, ``checks`` reports the problems. So a malformed value never
+from its default. ``SETTINGS`` declares every one (key, variable, parser, default, minimum);
+``resolve`` reads any of them and reports what was wrong as data; the properties return the
+value, and ``checks`` turns the problems into messages. So a malformed value never
 crashes anything: it is replaced by the default (or raised to its minimum) and named by a check.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -48,82 +49,23 @@ DEFAULT_APPS: tuple[AppSpec, ...] = (
     AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
 )
 
-# Setting key -> environment variable. The order is the README's order.
-ENV_VARS: dict[str, str | None] = {
-    "POLLING_ENABLED": "CRAFT_APPS_RELEASE_POLLING_ENABLED",
-    "COORDINATION_ENABLED": "CRAFT_APPS_RELEASE_COORDINATION_ENABLED",
-    "POLL_INTERVAL_SECS": "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS",
-    "MAX_BACKOFF_SECS": "CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS",
-    "GITHUB_TOKEN": "CRAFT_APPS_RELEASE_GITHUB_TOKEN",
-    "APPS": "CRAFT_APPS_RELEASE_APPS",
-    "GITHUB_API_URL": "CRAFT_APPS_RELEASE_GITHUB_API_URL",
-    "GITHUB_WEB_URL": "CRAFT_APPS_RELEASE_GITHUB_WEB_URL",
-    "STATE_DIR": "CRAFT_APPS_STATE_DIR",
-    "REDIS_ALIAS": "CRAFT_APPS_REDIS_ALIAS",
-    "REDIS_KEY_PREFIX": "CRAFT_APPS_RELEASE_REDIS_KEY_PREFIX",
-    "LEASE_TTL_SECS": "CRAFT_APPS_LEASE_TTL_SECS",
-    "LEASE_RETRY_SECS": "CRAFT_APPS_LEASE_RETRY_SECS",
-}
-
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
 @dataclass(frozen=True)
 class Problem:
-    """Something wrong with one setting, as a system check will report it."""
+    """Something wrong with the configuration, as data. ``checks`` owns every check id and
+    message: ``code`` names the kind of problem, ``details`` the values its message names."""
 
-    id: str  # "craft_apps.E001"
-    msg: str
-    hint: str
-
-    @property
-    def is_error(self) -> bool:
-        return ".E" in self.id
+    code: str
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class Resolved(Generic[T]):
     value: T
     problems: list[Problem] = field(default_factory=list)
-
-
-def describe(key: str) -> str:
-    """How to name a setting in a message: where it can be set."""
-    env = ENV_VARS.get(key)
-    return f"CRAFT_APPS[{key!r}]" + (f" (environment variable {env})" if env else "")
-
-
-def _raw(key: str) -> tuple[Any, str] | None:
-    """The configured value of ``key`` and where it came from, or None when unset."""
-    configured = getattr(settings, "CRAFT_APPS", None) or {}
-    if isinstance(configured, dict) and key in configured:
-        return configured[key], f"CRAFT_APPS[{key!r}]"
-    env = ENV_VARS.get(key)
-    if env is not None and env in os.environ:
-        return os.environ[env], env
-    return None
-
-
-def _resolve(key: str, default: T, parse: Callable[[object], T], expected: str) -> Resolved[T]:
-    """The configured value parsed, or the default with an E001 naming where it was set."""
-    raw = _raw(key)
-    if raw is None:
-        return Resolved(default)
-    value, source = raw
-    try:
-        return Resolved(parse(value))
-    except (TypeError, ValueError):
-        return Resolved(
-            default,
-            [
-                Problem(
-                    "craft_apps.E001",
-                    f"{source} is {value!r}, which is not {expected}; using {default!r}.",
-                    f"Set {describe(key)} to {expected}.",
-                )
-            ],
-        )
 
 
 def _parse_bool(value: object) -> bool:
@@ -156,44 +98,241 @@ def _parse_text(value: object) -> str:
     return value.strip()
 
 
-def _bool(key: str, default: bool) -> Resolved[bool]:
-    return _resolve(key, default, _parse_bool, "true or false")
+def _parse_text_or_default(value: object) -> str | None:
+    """Text; blank counts as unset (the default)."""
+    return _parse_text(value) or None
 
 
-def _int(key: str, default: int) -> Resolved[int]:
-    return _resolve(key, default, _parse_int, "a whole number of seconds")
+def _parse_path(value: object) -> Path | None:
+    text = _parse_text(value)
+    return Path(text).expanduser() if text else None
 
 
-def _seconds(key: str, default: float) -> Resolved[float]:
-    return _resolve(key, default, _parse_positive_seconds, "a positive number of seconds")
-
-
-def _text(key: str, default: str) -> Resolved[str]:
-    return _resolve(key, default, _parse_text, "a string")
-
-
-def _url(key: str, default: str) -> Resolved[str]:
-    resolved = _text(key, default)
-    url = resolved.value.rstrip("/")
-    if not url.startswith(("http://", "https://")) or len(url.split("//", 1)[1]) == 0:
-        resolved.problems.append(
-            Problem(
-                "craft_apps.E001",
-                f"{describe(key)} is {resolved.value!r}, which is not an http(s) URL; using {default!r}.",
-                f"Set {describe(key)} to a URL such as {default!r}.",
-            )
-        )
-        url = default
-    resolved.value = url
-    return resolved
+def _parse_url(value: object) -> str:
+    url = _parse_text(value).rstrip("/")
+    if not url.startswith(("http://", "https://")) or not url.split("//", 1)[1]:
+        raise ValueError(value)
+    return url
 
 
 def non_blank_token(value: object) -> str | None:
-    """The token, trimmed; None when unset, empty or blank."""
+    """The token, trimmed; None when unset, empty, blank or not a string. Never raises, so the
+    token can never end up in a message."""
     if not isinstance(value, str):
         return None
     token = value.strip()
     return token or None
+
+
+def _parse_apps(value: object) -> object:
+    return value  # read by parse_app_list, which reports each entry's problem itself
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: where it is read, how it is parsed, and how the README documents it.
+
+    ``parse`` raises ``TypeError``/``ValueError`` for a malformed value, which then counts as
+    unset (its default) and is reported with ``expected``. A ``minimum`` raises a smaller
+    value to it (a warning); both may depend on other settings, so they are callables.
+    """
+
+    key: str
+    env: str
+    type_doc: str
+    default_doc: str
+    parse: Callable[[object], Any]
+    expected: str
+    default: Callable[[], Any]
+    minimum: Callable[[], int] | None = None
+
+
+def _interval_default() -> int:
+    if app_settings.GITHUB_TOKEN is not None:
+        return DEFAULT_INTERVAL_SECS_WITH_TOKEN
+    return DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
+
+
+def _interval_minimum() -> int:
+    if app_settings.GITHUB_TOKEN is not None:
+        return MIN_INTERVAL_SECS_WITH_TOKEN
+    return MIN_INTERVAL_SECS_WITHOUT_TOKEN
+
+
+def _poll_interval() -> int:
+    return app_settings.POLL_INTERVAL_SECS
+
+
+def _const(value: Any) -> Callable[[], Any]:
+    return lambda: value
+
+
+# Every setting, in the README's order; tests/test_conf.py compares the README's table with it.
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "POLLING_ENABLED",
+        "CRAFT_APPS_RELEASE_POLLING_ENABLED",
+        "bool",
+        "`True`",
+        _parse_bool,
+        "true or false",
+        _const(True),
+    ),
+    Setting(
+        "COORDINATION_ENABLED",
+        "CRAFT_APPS_RELEASE_COORDINATION_ENABLED",
+        "bool",
+        "`True`",
+        _parse_bool,
+        "true or false",
+        _const(True),
+    ),
+    Setting(
+        "POLL_INTERVAL_SECS",
+        "CRAFT_APPS_RELEASE_POLL_INTERVAL_SECS",
+        "int",
+        "`120` with a token, `1800` without; at least `60` / `300`",
+        _parse_int,
+        "a whole number of seconds",
+        _interval_default,
+        _interval_minimum,
+    ),
+    Setting(
+        "MAX_BACKOFF_SECS",
+        "CRAFT_APPS_RELEASE_MAX_BACKOFF_SECS",
+        "int",
+        "`14400` (4 h), never below the interval",
+        _parse_int,
+        "a whole number of seconds",
+        _const(DEFAULT_MAX_BACKOFF_SECS),
+        lambda: _poll_interval(),
+    ),
+    Setting(
+        "GITHUB_TOKEN",
+        "CRAFT_APPS_RELEASE_GITHUB_TOKEN",
+        "str",
+        "none (unset, empty or blank means none)",
+        non_blank_token,
+        "a string",
+        _const(None),
+    ),
+    Setting(
+        "APPS",
+        "CRAFT_APPS_RELEASE_APPS",
+        "str `key=Name=org/repo,…` (or a list of such strings or 3-tuples)",
+        "the 13 built-in apps",
+        _parse_apps,
+        "a string like 'key=Name=org/repo,...'",
+        _const(DEFAULT_APPS),
+    ),
+    Setting(
+        "GITHUB_API_URL",
+        "CRAFT_APPS_RELEASE_GITHUB_API_URL",
+        "str",
+        f"`{DEFAULT_GITHUB_API_URL}`",
+        _parse_url,
+        "an http(s) URL",
+        _const(DEFAULT_GITHUB_API_URL),
+    ),
+    Setting(
+        "GITHUB_WEB_URL",
+        "CRAFT_APPS_RELEASE_GITHUB_WEB_URL",
+        "str",
+        f"`{DEFAULT_GITHUB_WEB_URL}`",
+        _parse_url,
+        "an http(s) URL",
+        _const(DEFAULT_GITHUB_WEB_URL),
+    ),
+    Setting(
+        "STATE_DIR",
+        "CRAFT_APPS_STATE_DIR",
+        "path",
+        "`<BASE_DIR>/var/craft_apps` (`~/.local/state/craft_apps` without `BASE_DIR`)",
+        _parse_path,
+        "a string",
+        lambda: default_state_dir(),
+    ),
+    Setting(
+        "REDIS_ALIAS",
+        "CRAFT_APPS_REDIS_ALIAS",
+        "str",
+        f'`"{DEFAULT_REDIS_ALIAS}"` (no such `CACHES` alias: no coordination)',
+        _parse_text,
+        "a string",
+        _const(DEFAULT_REDIS_ALIAS),
+    ),
+    Setting(
+        "REDIS_KEY_PREFIX",
+        "CRAFT_APPS_RELEASE_REDIS_KEY_PREFIX",
+        "str",
+        f'`"{DEFAULT_REDIS_KEY_PREFIX}"`',
+        _parse_text_or_default,
+        "a string",
+        _const(DEFAULT_REDIS_KEY_PREFIX),
+    ),
+    Setting(
+        "LEASE_TTL_SECS",
+        "CRAFT_APPS_LEASE_TTL_SECS",
+        "float",
+        f"`{DEFAULT_LEASE_TTL_SECS:g}`",
+        _parse_positive_seconds,
+        "a positive number of seconds",
+        _const(DEFAULT_LEASE_TTL_SECS),
+    ),
+    Setting(
+        "LEASE_RETRY_SECS",
+        "CRAFT_APPS_LEASE_RETRY_SECS",
+        "float",
+        f"`{DEFAULT_LEASE_RETRY_SECS:g}`",
+        _parse_positive_seconds,
+        "a positive number of seconds",
+        _const(DEFAULT_LEASE_RETRY_SECS),
+    ),
+)
+BY_KEY: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
+ENV_VARS: dict[str, str] = {setting.key: setting.env for setting in SETTINGS}
+
+
+def describe(key: str) -> str:
+    """How to name a setting in a message: where it can be set."""
+    return f"CRAFT_APPS[{key!r}] (environment variable {BY_KEY[key].env})"
+
+
+def _raw(key: str) -> tuple[Any, str] | None:
+    """The configured value of ``key`` and where it came from, or None when unset."""
+    configured = getattr(settings, "CRAFT_APPS", None) or {}
+    if isinstance(configured, dict) and key in configured:
+        return configured[key], f"CRAFT_APPS[{key!r}]"
+    env = BY_KEY[key].env
+    if env in os.environ:
+        return os.environ[env], env
+    return None
+
+
+def resolve(key: str) -> Resolved[Any]:
+    """The setting's value from the dict, else the environment, else its default; a malformed
+    value is replaced by the default and a value below the minimum raised to it, each reported
+    as a problem."""
+    setting = BY_KEY[key]
+    default = setting.default()
+    raw = _raw(key)
+    resolved: Resolved[Any] = Resolved(default)
+    if raw is not None:
+        value, source = raw
+        try:
+            parsed = setting.parse(value)
+            if parsed is not None:  # None: blank, which means the default
+                resolved.value = parsed
+        except (TypeError, ValueError):
+            details = {"key": key, "source": source, "value": value, "default": default}
+            resolved.problems.append(Problem("invalid_value", details))
+    if setting.minimum is not None:
+        minimum = setting.minimum()
+        if resolved.value < minimum:
+            details = {"key": key, "value": resolved.value, "minimum": minimum}
+            resolved.problems.append(Problem("below_minimum", details))
+            resolved.value = minimum
+    return resolved
 
 
 def parse_app_list(value: object) -> tuple[list[AppSpec], list[str]]:
@@ -268,62 +407,26 @@ class CraftAppsSettings:
         self._memo[name] = (inputs, resolved)
         return resolved
 
-    def polling_enabled_resolved(self) -> Resolved[bool]:
-        return _bool("POLLING_ENABLED", True)
-
     @property
     def POLLING_ENABLED(self) -> bool:
-        return self.polling_enabled_resolved().value
+        return bool(resolve("POLLING_ENABLED").value)
 
     @property
     def COORDINATION_ENABLED(self) -> bool:
-        return _bool("COORDINATION_ENABLED", True).value
+        return bool(resolve("COORDINATION_ENABLED").value)
 
     @property
     def GITHUB_TOKEN(self) -> str | None:
-        raw = _raw("GITHUB_TOKEN")
-        return None if raw is None else non_blank_token(raw[0])
-
-    def poll_interval_resolved(self) -> Resolved[int]:
-        has_token = self.GITHUB_TOKEN is not None
-        default = DEFAULT_INTERVAL_SECS_WITH_TOKEN if has_token else DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
-        minimum = MIN_INTERVAL_SECS_WITH_TOKEN if has_token else MIN_INTERVAL_SECS_WITHOUT_TOKEN
-        resolved = _int("POLL_INTERVAL_SECS", default)
-        if resolved.value < minimum:
-            resolved.problems.append(
-                Problem(
-                    "craft_apps.W002",
-                    f"{describe('POLL_INTERVAL_SECS')} is {resolved.value}, below the minimum of "
-                    f"{minimum} s {'with' if has_token else 'without'} a GitHub token; using {minimum}.",
-                    f"Set it to at least {minimum}"
-                    + ("." if has_token else ", or set CRAFT_APPS_RELEASE_GITHUB_TOKEN for a 60 s minimum."),
-                )
-            )
-            resolved.value = minimum
-        return resolved
+        token: str | None = resolve("GITHUB_TOKEN").value
+        return token
 
     @property
     def POLL_INTERVAL_SECS(self) -> int:
-        return self.poll_interval_resolved().value
-
-    def max_backoff_resolved(self) -> Resolved[int]:
-        interval = self.POLL_INTERVAL_SECS
-        resolved = _int("MAX_BACKOFF_SECS", DEFAULT_MAX_BACKOFF_SECS)
-        if resolved.value < interval:
-            resolved.problems.append(
-                Problem(
-                    "craft_apps.W003",
-                    f"{describe('MAX_BACKOFF_SECS')} is {resolved.value}, below the polling interval; "
-                    f"using the interval, {interval}.",
-                    f"Set it to at least the polling interval ({interval}).",
-                )
-            )
-            resolved.value = interval
-        return resolved
+        return int(resolve("POLL_INTERVAL_SECS").value)
 
     @property
     def MAX_BACKOFF_SECS(self) -> int:
-        return self.max_backoff_resolved().value
+        return int(resolve("MAX_BACKOFF_SECS").value)
 
     def apps_resolved(self) -> Resolved[tuple[AppSpec, ...]]:
         return self._memoized("APPS", _raw("APPS"), self._resolve_apps)
@@ -334,22 +437,9 @@ class CraftAppsSettings:
             return Resolved(DEFAULT_APPS)
         value, source = raw
         apps, skipped = parse_app_list(value)
-        problems = [
-            Problem(
-                "craft_apps.W001",
-                f"{source}: skipped entry {reason}.",
-                f"Write each entry of {describe('APPS')} as key=Name=org/repo, separated by commas.",
-            )
-            for reason in skipped
-        ]
+        problems = [Problem("app_skipped", {"source": source, "reason": reason}) for reason in skipped]
         if not apps:
-            problems.append(
-                Problem(
-                    "craft_apps.E002",
-                    f"{source} lists no valid app; serving the built-in list of {len(DEFAULT_APPS)} apps.",
-                    f"Fix {describe('APPS')} or remove it to use the built-in list.",
-                )
-            )
+            problems.append(Problem("no_valid_app", {"source": source, "count": len(DEFAULT_APPS)}))
             return Resolved(DEFAULT_APPS, problems)
         return Resolved(tuple(apps), problems)
 
@@ -357,67 +447,39 @@ class CraftAppsSettings:
     def APPS(self) -> tuple[AppSpec, ...]:
         return self.apps_resolved().value
 
-    def github_api_url_resolved(self) -> Resolved[str]:
-        return _url("GITHUB_API_URL", DEFAULT_GITHUB_API_URL)
-
     @property
     def GITHUB_API_URL(self) -> str:
-        return self.github_api_url_resolved().value
-
-    def github_web_url_resolved(self) -> Resolved[str]:
-        return _url("GITHUB_WEB_URL", DEFAULT_GITHUB_WEB_URL)
+        return str(resolve("GITHUB_API_URL").value)
 
     @property
     def GITHUB_WEB_URL(self) -> str:
-        return self.github_web_url_resolved().value
+        return str(resolve("GITHUB_WEB_URL").value)
 
     def state_dir_resolved(self) -> Resolved[Path]:
         inputs = (_raw("STATE_DIR"), getattr(settings, "BASE_DIR", None), os.environ.get("HOME"))
-        return self._memoized("STATE_DIR", inputs, self._resolve_state_dir)
-
-    def _resolve_state_dir(self) -> Resolved[Path]:
-        default = default_state_dir()
-        resolved = _text("STATE_DIR", str(default))
-        path = Path(resolved.value).expanduser() if resolved.value else default
-        return Resolved(path, resolved.problems)
+        return self._memoized("STATE_DIR", inputs, lambda: resolve("STATE_DIR"))
 
     @property
     def STATE_DIR(self) -> Path:
         return self.state_dir_resolved().value
 
-    def redis_alias_resolved(self) -> Resolved[str]:
-        return _text("REDIS_ALIAS", DEFAULT_REDIS_ALIAS)
-
     @property
     def REDIS_ALIAS(self) -> str:
-        return self.redis_alias_resolved().value
-
-    def redis_key_prefix_resolved(self) -> Resolved[str]:
-        resolved = _text("REDIS_KEY_PREFIX", DEFAULT_REDIS_KEY_PREFIX)
-        if not resolved.value:
-            resolved.value = DEFAULT_REDIS_KEY_PREFIX
-        return resolved
+        return str(resolve("REDIS_ALIAS").value)
 
     @property
     def REDIS_KEY_PREFIX(self) -> str:
-        return self.redis_key_prefix_resolved().value
+        return str(resolve("REDIS_KEY_PREFIX").value)
 
     def lease_timing_resolved(self) -> Resolved[LeaseTiming]:
         """The lease's TTL and retry; the defaults when they don't satisfy ``LeaseTiming``'s rule."""
-        ttl = _seconds("LEASE_TTL_SECS", DEFAULT_LEASE_TTL_SECS)
-        retry = _seconds("LEASE_RETRY_SECS", DEFAULT_LEASE_RETRY_SECS)
+        ttl = resolve("LEASE_TTL_SECS")
+        retry = resolve("LEASE_RETRY_SECS")
         problems = ttl.problems + retry.problems
         try:
             timing = LeaseTiming(ttl_ms=round(ttl.value * 1000), retry_ms=round(retry.value * 1000))
         except ValueError as err:
-            problems.append(
-                Problem(
-                    "craft_apps.E001",
-                    f"{describe('LEASE_TTL_SECS')} and {describe('LEASE_RETRY_SECS')}: {err}; "
-                    "using the defaults.",
-                    "Make the TTL at least twice the retry (the defaults are 30 and 2).",
-                )
-            )
+            problems.append(Problem("lease_timing", {"reason": str(err)}))
             timing = LeaseTiming()
         return Resolved(timing, problems)
 
@@ -425,27 +487,28 @@ class CraftAppsSettings:
     def LEASE_TIMING(self) -> LeaseTiming:
         return self.lease_timing_resolved().value
 
-    def resolvers(self) -> list[Callable[[], Resolved[Any]]]:
-        """Every setting's resolver, for the system checks."""
-        return [
-            self.polling_enabled_resolved,
-            lambda: _bool("COORDINATION_ENABLED", True),
-            self.poll_interval_resolved,
-            self.max_backoff_resolved,
-            self.apps_resolved,
-            self.github_api_url_resolved,
-            self.github_web_url_resolved,
-            self.state_dir_resolved,
-            self.redis_alias_resolved,
-            self.redis_key_prefix_resolved,
-            self.lease_timing_resolved,
-        ]
+    def problems(self) -> list[Problem]:
+        """Every setting's problems, in the table's order (each reported once)."""
+        found: list[Problem] = []
+        for setting in SETTINGS:
+            if setting.key == "APPS":
+                found.extend(self.apps_resolved().problems)
+            elif setting.key == "LEASE_RETRY_SECS":
+                continue  # reported with LEASE_TTL_SECS, as one timing
+            elif setting.key == "LEASE_TTL_SECS":
+                found.extend(self.lease_timing_resolved().problems)
+            else:
+                found.extend(resolve(setting.key).problems)
+        unknown = self.unknown_keys()
+        if unknown:
+            found.append(Problem("unknown_keys", {"keys": ", ".join(unknown)}))
+        return found
 
     def unknown_keys(self) -> list[str]:
         configured = getattr(settings, "CRAFT_APPS", None) or {}
         if not isinstance(configured, dict):
             return []
-        return sorted(str(key) for key in configured if key not in ENV_VARS)
+        return sorted(str(key) for key in configured if key not in BY_KEY)
 
 
 def default_state_dir() -> Path:

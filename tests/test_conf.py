@@ -149,3 +149,25 @@ class TestAppList:
 def test_the_default_state_dir_is_under_the_sites_base_dir(settings):
     settings.CRAFT_APPS = {}
     assert Path(settings.BASE_DIR) / "var" / "craft_apps" == app_settings.STATE_DIR
+
+
+def test_the_readme_table_is_the_settings_table():
+    """Every row of the README's settings table is derived from ``conf.SETTINGS``, in order."""
+    from craft_apps.conf import SETTINGS
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    header = "| `CRAFT_APPS` key | type | default | environment variable |"
+    rows = readme.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
+    expected = [f"| `{s.key}` | {s.type_doc} | {s.default_doc} | `{s.env}` |" for s in SETTINGS]
+    assert rows == expected
+
+
+def test_every_environment_variable_is_named_once_in_the_package():
+    from craft_apps.conf import SETTINGS
+
+    package = Path(__file__).resolve().parents[1] / "craft_apps"
+    sources = {p: p.read_text(encoding="utf-8") for p in package.rglob("*.py")}
+    for setting in SETTINGS:
+        holders = [p.name for p, text in sources.items() if setting.env in text]
+        assert holders == ["conf.py"], f"{setting.env} is written in {holders}"
+        assert sources[package / "conf.py"].count(f'"{setting.env}"') == 1

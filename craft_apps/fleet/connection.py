@@ -98,14 +98,8 @@ def alias_problems(alias: str) -> list[Problem]:
     where = f"CACHES[{alias!r}]"
     if not isinstance(config, Mapping) or config.get("BACKEND") != DJANGO_REDIS_BACKEND:
         backend = config.get("BACKEND") if isinstance(config, Mapping) else config
-        return [
-            Problem(
-                "craft_apps.E003",
-                f"{where} has BACKEND {backend!r}, not django-redis; the poller can't coordinate through it.",
-                f"Set {where}['BACKEND'] to {DJANGO_REDIS_BACKEND!r}, or point "
-                "CRAFT_APPS['REDIS_ALIAS'] at a django-redis alias.",
-            )
-        ]
+        details = {"where": where, "backend": backend, "expected": DJANGO_REDIS_BACKEND}
+        return [Problem("not_django_redis", details)]
     return _timeout_problems(where, config) + _shared_url_problems(alias, where, config, caches)
 
 
@@ -126,14 +120,8 @@ def _timeout_problems(where: str, config: Mapping[str, Any]) -> list[Problem]:
         seconds = _positive_number(options.get(option))
         if seconds is None or seconds > limit:
             state = "is not set" if option not in options else f"is {options[option]!r}"
-            problems.append(
-                Problem(
-                    "craft_apps.W005",
-                    f"{where}['OPTIONS'][{option!r}] {state}; a Redis that stops answering could "
-                    f"hold the poller longer than {limit} s for {what}.",
-                    f"Set {where}['OPTIONS'][{option!r}] to {limit} (seconds) or less.",
-                )
-            )
+            details = {"where": where, "option": option, "state": state, "limit": limit, "what": what}
+            problems.append(Problem("redis_timeout", details))
     pool_kwargs = options.get("CONNECTION_POOL_KWARGS")
     max_connections = pool_kwargs.get("max_connections") if isinstance(pool_kwargs, Mapping) else None
     if (
@@ -142,16 +130,13 @@ def _timeout_problems(where: str, config: Mapping[str, Any]) -> list[Problem]:
         or not 0 < max_connections <= MAX_POOL_CONNECTIONS
     ):
         state = "is not set" if max_connections is None else f"is {max_connections!r}"
-        problems.append(
-            Problem(
-                "craft_apps.W005",
-                f"{where}['OPTIONS']['CONNECTION_POOL_KWARGS']['max_connections'] {state}; "
-                f"the poller needs at most {MAX_POOL_CONNECTIONS} connections.",
-                f"Set {where}['OPTIONS']['CONNECTION_POOL_KWARGS'] to "
-                f"{{'max_connections': {MAX_POOL_CONNECTIONS}, "
-                f"'health_check_interval': {HEALTH_CHECK_INTERVAL_SECS}}}.",
-            )
-        )
+        details = {
+            "where": where,
+            "state": state,
+            "limit": MAX_POOL_CONNECTIONS,
+            "health_check": HEALTH_CHECK_INTERVAL_SECS,
+        }
+        problems.append(Problem("redis_pool_size", details))
     return problems
 
 
@@ -176,12 +161,9 @@ def _shared_url_problems(
     )
     if not sharing:
         return []
-    return [
-        Problem(
-            "craft_apps.W006",
-            f"{where}['LOCATION'] is also the LOCATION of {', '.join(repr(s) for s in sharing)}; "
-            "django-redis keeps one pool per URL, so the poller would share that pool and its settings.",
-            f"Make {where}['LOCATION'] unique, e.g. add '?client_name={POLLER_CLIENT_NAME}' "
-            "or use another database number.",
-        )
-    ]
+    details = {
+        "where": where,
+        "sharing": ", ".join(repr(s) for s in sharing),
+        "client_name": POLLER_CLIENT_NAME,
+    }
+    return [Problem("redis_shared_url", details)]

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 import redis
 
-from craft_apps.fleet.connection import alias_problems, describe_error, poller_redis_client
+from craft_apps.checks import Finding, finding
+from craft_apps.fleet.connection import alias_problems as alias_problem_data
+from craft_apps.fleet.connection import describe_error, poller_redis_client
 from tests.fleet.server import RedisServer
 
 ALIAS = "craft_apps"
@@ -27,6 +29,11 @@ def alias(location: Any = "redis://127.0.0.1:6379/1", **options: Any) -> dict[st
         "LOCATION": location,
         "OPTIONS": {key: value for key, value in merged.items() if value is not None},
     }
+
+
+def alias_problems(alias: str) -> list[Finding]:
+    """The alias's problems as ``manage.py check`` words them."""
+    return [finding(problem) for problem in alias_problem_data(alias)]
 
 
 def ids(problems: list[Any]) -> list[str]:

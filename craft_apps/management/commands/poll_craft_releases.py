@@ -18,7 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from craft_apps.checks import configuration_problems
-from craft_apps.conf import app_settings
+from craft_apps.conf import app_settings, describe
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 
 logger = logging.getLogger("craft_apps")
@@ -52,10 +52,7 @@ class Command(BaseCommand):
         if errors:
             raise CommandError("; ".join(f"{problem.id} {problem.msg} {problem.hint}" for problem in errors))
         if not app_settings.POLLING_ENABLED:
-            logger.info(
-                "Craft app release polling is disabled "
-                "(CRAFT_APPS['POLLING_ENABLED'] / CRAFT_APPS_RELEASE_POLLING_ENABLED); exiting."
-            )
+            logger.info("Craft app release polling is disabled (%s); exiting.", describe("POLLING_ENABLED"))
             return
         runner = PollerRunner(
             options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"])
