@@ -2,8 +2,9 @@
 
 Contract: ``parse_release`` returns a ``Release`` or raises ``ReleaseRejected`` with a one-line
 reason; no other exception escapes, whatever the bytes. ``parse_platform`` is total: a platform
-or None. Invariants of a returned release: every link points into the repository's own releases
-on ``web_url`` (a tampered answer cannot send users elsewhere), every text is bounded, and every
+or None. Invariants of a returned release: every link, resolved as a browser resolves it, points
+into the repository's own releases on ``web_url`` and is served in that resolved form (a tampered
+answer cannot send users elsewhere, see ``craft_apps.links``); every text is bounded, and every
 asset has a safe file name and a non-negative integer size.
 
 Repository names are compared exactly. GitHub treats them case-insensitively, but the
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 from urllib.parse import quote
 
 from craft_apps.domain import (
@@ -27,6 +28,7 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
+from craft_apps.links import link_under
 from craft_apps.timefmt import parse_rfc3339
 
 MAX_TAG_CHARS = 64
@@ -39,6 +41,8 @@ ELLIPSIS = "…"
 _FORBIDDEN_FILE_NAME_CHARS = frozenset('/\\:<>"|?*')
 _SHA256_DIGEST = re.compile(r"sha256:([0-9a-fA-F]{64})")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# What ``git check-ref-format`` refuses in a name, beyond spaces and controls.
+_GIT_REFUSED_IN_TAG = re.compile(r"\.\.|@\{|//|[~^:?*\[\\]|^/|/$|\.$|^@$|(^|/)\.|\.lock(/|$)")
 
 
 class ReleaseRejected(Exception):
@@ -57,9 +61,12 @@ def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -
         raise ReleaseRejected("the release is a draft (or its draft flag is not false)")
     tag = _tag(release.get("tag_name"))
     releases_page = f"{web_url}/{repo}/releases/"
-    html_url = release.get("html_url")
-    if not (_is_clean_url(html_url) and html_url.startswith(releases_page)):
-        html_url = f"{releases_page}tag/{quote(tag, safe='/')}"
+    # A page that is not the repository's is rebuilt from the tag, and judged the same way.
+    html_url = (
+        link_under(release.get("html_url"), releases_page)
+        or link_under(f"{releases_page}tag/{quote(tag, safe='/')}", releases_page)
+        or releases_page
+    )
     return Release(
         tag=tag,
         # A tag of just "v" keeps itself as the version rather than an empty one.
@@ -94,9 +101,12 @@ def _tag(value: object) -> str:
         raise ReleaseRejected("the release has no tag")
     if len(value) > MAX_TAG_CHARS:
         raise ReleaseRejected(f"the tag is {len(value)} characters long, over {MAX_TAG_CHARS}")
-    # Git refuses such tags, so one here means the answer is not GitHub's.
+    # Git refuses such tags, so one here means the answer is not GitHub's. Refusing them also
+    # keeps the tag (and the version) from climbing out of a path or a link built from it.
     if not value.isprintable() or any(c.isspace() for c in value):
         raise ReleaseRejected("the tag holds spaces or control characters")
+    if _GIT_REFUSED_IN_TAG.search(value):
+        raise ReleaseRejected("the tag is not a name git allows ('..', a part starting with '.', ...)")
     return value
 
 
@@ -143,11 +153,9 @@ def _asset(item: object, download_prefix: str) -> ReleaseAsset | None:
     if not isinstance(item, dict):
         return None
     name = item.get("name")
-    url = item.get("browser_download_url")
+    url = link_under(item.get("browser_download_url"), download_prefix)
     size = item.get("size")
-    if not (isinstance(name, str) and is_valid_file_name(name)):
-        return None
-    if not (_is_clean_url(url) and url.startswith(download_prefix)):
+    if not (isinstance(name, str) and is_valid_file_name(name)) or url is None:
         return None
     if not isinstance(size, int) or isinstance(size, bool) or size < 0:
         return None
@@ -173,10 +181,6 @@ def is_valid_file_name(name: str) -> bool:
         and not name.startswith(".")
         and all((c == " " or c.isprintable()) and c not in _FORBIDDEN_FILE_NAME_CHARS for c in name)
     )
-
-
-def _is_clean_url(value: object) -> TypeGuard[str]:
-    return isinstance(value, str) and value.isprintable() and not any(c.isspace() for c in value)
 
 
 def _first_line(text: str, limit: int = 120) -> str:
