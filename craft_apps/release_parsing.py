@@ -4,8 +4,9 @@ Contract: ``parse_release`` returns a ``Release`` or raises ``ReleaseRejected`` 
 reason; no other exception escapes, whatever the bytes. ``parse_platform`` is total: a platform
 or None. Invariants of a returned release: every link, resolved as a browser resolves it, points
 into the repository's own releases on ``web_url`` and is served in that resolved form (a tampered
-answer cannot send users elsewhere, see ``craft_apps.links``); every text is bounded, and every
-asset has a safe file name and a non-negative integer size.
+answer cannot send users elsewhere, see ``craft_apps.links``); every text is bounded and free of
+control characters but tab and newline; every asset has a safe file name and a size a JSON
+client reads exactly (an integer from 0 to 2^53 - 1).
 
 Repository names are compared exactly. GitHub treats them case-insensitively, but the
 configured name is expected to be spelled as GitHub spells it; a differently-cased answer only
@@ -36,11 +37,17 @@ MAX_NAME_CHARS = 200
 MAX_NOTES_BYTES = 64 * 1024
 MAX_ASSETS = 200
 MAX_FILE_NAME_CHARS = 200
+# The largest integer a JSON client reading numbers as doubles (JavaScript, jq...) keeps exact.
+MAX_SAFE_SIZE = 2**53 - 1
 ELLIPSIS = "…"
 
 _FORBIDDEN_FILE_NAME_CHARS = frozenset('/\\:<>"|?*')
 _SHA256_DIGEST = re.compile(r"sha256:([0-9a-fA-F]{64})")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and newline (a carriage return is turned into a newline first), DEL and
+# the C1 controls: invisible, and some of them drive terminals.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile("\r\n?")
 # What ``git check-ref-format`` refuses in a name, beyond spaces and controls.
 _GIT_REFUSED_IN_TAG = re.compile(r"\.\.|@\{|//|[~^:?*\[\\]|^/|/$|\.$|^@$|(^|/)\.|\.lock(/|$)")
 
@@ -111,20 +118,25 @@ def _tag(value: object) -> str:
 
 
 def _name(value: object, tag: str) -> str:
-    if not isinstance(value, str) or not value.strip():
+    value = _clean_text(value)
+    if not value.strip():
         return tag
-    value = _LONE_SURROGATE.sub("\ufffd", value)
     return value if len(value) <= MAX_NAME_CHARS else value[:MAX_NAME_CHARS] + ELLIPSIS
 
 
 def _notes(value: object) -> str:
-    if not isinstance(value, str):
-        return ""
-    encoded = _LONE_SURROGATE.sub("\ufffd", value).encode("utf-8")
+    encoded = _clean_text(value).encode("utf-8")
     if len(encoded) <= MAX_NOTES_BYTES:
         return encoded.decode("utf-8")
     # "ignore" drops only the character the cut went through.
     return encoded[:MAX_NOTES_BYTES].decode("utf-8", errors="ignore") + ELLIPSIS
+
+
+def _clean_text(value: object) -> str:
+    """A text to serve: lone surrogates replaced, line breaks as newlines, no other controls."""
+    if not isinstance(value, str):
+        return ""
+    return _CONTROL.sub("", _LINE_BREAK.sub("\n", _LONE_SURROGATE.sub("\ufffd", value)))
 
 
 def _published_at(value: object) -> datetime | None:
@@ -157,7 +169,7 @@ def _asset(item: object, download_prefix: str) -> ReleaseAsset | None:
     size = item.get("size")
     if not (isinstance(name, str) and is_valid_file_name(name)) or url is None:
         return None
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_SAFE_SIZE:
         return None
     digest = item.get("digest")
     match = _SHA256_DIGEST.fullmatch(digest) if isinstance(digest, str) else None

@@ -203,6 +203,24 @@ def test_notes_are_cut_on_a_character_boundary() -> None:
     assert len(notes[:-1].encode("utf-8")) <= MAX_NOTES_BYTES
 
 
+def test_control_characters_are_stripped_from_the_name_and_the_notes() -> None:
+    text = "A\x00B\x07C\x1bD\tE\nF\x7fG\x85H\x9bI"
+    release = parse(name=text, body=text)
+    assert release.name == release.notes_markdown == "ABCD\tE\nFGHI"
+
+
+def test_carriage_returns_become_newlines() -> None:
+    assert parse(body="one\r\ntwo\rthree\n").notes_markdown == "one\ntwo\nthree\n"
+
+
+def test_a_name_of_only_control_characters_becomes_the_tag() -> None:
+    assert parse(name="\x00\x01\x7f").name == "v0.5.0"
+
+
+def test_notes_are_cut_to_64_kib_after_stripping() -> None:
+    assert parse(body="\x00" * 10 + "a" * MAX_NOTES_BYTES).notes_markdown == "a" * MAX_NOTES_BYTES
+
+
 @pytest.mark.parametrize("body", [None, 42, ["notes"], {"text": "x"}])
 def test_notes_that_are_not_a_string_are_empty(body: object) -> None:
     assert parse(body=body).notes_markdown == ""
@@ -310,6 +328,12 @@ def test_an_asset_link_is_served_as_a_browser_resolves_it() -> None:
     assert [a.download_url for a in parse(assets=[github_asset(browser_download_url=url)]).assets] == [
         DOWNLOADS + "x.msi"
     ]
+
+
+def test_an_asset_larger_than_json_numbers_hold_exactly_is_dropped() -> None:
+    assert parse_assets(github_asset(size=2**53)) == []
+    assert parse_assets(github_asset(size=2**64 - 1)) == []
+    assert parse(assets=[github_asset(size=2**53 - 1)]).assets[0].size_bytes == 2**53 - 1
 
 
 @pytest.mark.parametrize("size", ["7", -1, True, False, 7.0, None, [7]])
