@@ -96,6 +96,10 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"one_line_warning": {"()": "config.log_filters.OneLineWarning"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+    # A request whose Host is not in ALLOWED_HOSTS (a scan, a stale DNS name): one warning line,
+    # not an ERROR with a traceback per request.
+    "loggers": {"django.security.DisallowedHost": {"filters": ["one_line_warning"]}},
 }

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 
 logger = logging.getLogger("config")
 
+# Greedy: the user info runs to the last "@", so a password holding an unencoded "/", "?" or
+# "#" is hidden whole rather than cut where a URL parser would end the host.
+_USER_INFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)(.*)@", re.DOTALL)
+_PASSWORD_PARAM = re.compile(r"(?i)([?&;]password=)[^&;#]*")
+
 
 def without_credentials(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (the user name is kept)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` with any password replaced by ``***``: after ``user:`` in the user info (the user
+    name is kept) and in a ``password=`` query parameter, which redis-py also reads."""
+
+    def mask_user_info(match: re.Match[str]) -> str:
+        user, colon, _ = match.group(2).partition(":")
+        return f"{match.group(1)}{user}:***@" if colon else match.group(0)
+
+    return _PASSWORD_PARAM.sub(r"\1***", _USER_INFO.sub(mask_user_info, url, count=1))
 
 
 def connection_settings(

@@ -1,14 +1,21 @@
-"""The demo site: start-up log line without credentials, and the poller's Redis alias."""
+"""The demo site: start-up log line without credentials, one warning line for a bad ``Host``,
+and the poller's Redis alias."""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+import requests
 from django.test import override_settings
 
 from config.startup import connection_settings, log_connection_settings, without_credentials
@@ -16,13 +23,27 @@ from config.startup import connection_settings, log_connection_settings, without
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_passwords_are_never_shown():
-    assert (
-        without_credentials("redis://user:s3cret@redis.internal:6380/1")
-        == "redis://user:***@redis.internal:6380/1"
-    )
-    assert without_credentials("redis://:s3cret@localhost/0") == "redis://:***@localhost/0"
-    assert without_credentials("redis://localhost:6379/0") == "redis://localhost:6379/0"
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://user:s3cret@redis.internal:6380/1", "redis://user:***@redis.internal:6380/1"),
+        ("redis://:s3cret@localhost/0", "redis://:***@localhost/0"),
+        ("rediss://:s3cret@[::1]:6380/0", "rediss://:***@[::1]:6380/0"),
+        ("unix://:s3cret@/run/redis.sock?db=0", "unix://:***@/run/redis.sock?db=0"),
+        ("redis://localhost/0?password=s3cret", "redis://localhost/0?password=***"),
+        ("redis://localhost/0?db=1&Password=s3cret&x=1", "redis://localhost/0?db=1&Password=***&x=1"),
+        ("redis://user:s3cret@localhost/0?password=s3cret", "redis://user:***@localhost/0?password=***"),
+        # Unencoded "#", "/", "@" or a bad port in the password: still hidden whole.
+        ("redis://:s3#cret@localhost/0", "redis://:***@localhost/0"),
+        ("redis://:s3/cret@localhost/0", "redis://:***@localhost/0"),
+        ("redis://:s3@cret@localhost/0", "redis://:***@localhost/0"),
+        ("redis://:s3cret@localhost:port/0", "redis://:***@localhost:port/0"),
+        ("redis://localhost:6379/0", "redis://localhost:6379/0"),
+        ("redis://user@localhost:6379/0?client_name=x", "redis://user@localhost:6379/0?client_name=x"),
+    ],
+)
+def test_passwords_are_never_shown(url: str, shown: str) -> None:
+    assert without_credentials(url) == shown
 
 
 def test_the_start_up_line_names_the_database_and_redis_without_credentials(caplog):
@@ -101,3 +122,53 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     assert "craft_apps/management/commands/poll_craft_releases.py" in names
     assert "craft_apps/testing/fake_github.py" in names
     assert not any(name.startswith(("config/", "tests/")) for name in names)
+
+
+def free_port() -> int:
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.mark.slow
+def test_under_gunicorn_no_password_is_logged_and_a_bad_host_is_one_warning_line(tmp_path: Path):
+    port = free_port()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DB_NAME": str(tmp_path / "demo.sqlite3"),
+        "CRAFT_APPS_STATE_DIR": str(tmp_path / "state"),
+        "CRAFT_APPS_REDIS_URL": "redis://user:userS3cret@127.0.0.1:6399/0?password=queryS3cret",
+    }
+    command = [sys.executable, "-m", "gunicorn", "--workers", "1", "--bind", f"127.0.0.1:{port}"]
+    command += ["--no-control-socket", "config.wsgi:application"]
+    log = tmp_path / "gunicorn.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/v1/craft_apps/release_info"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                assert requests.get(url, timeout=2).status_code == 200
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
+        assert requests.get(url, headers={"Host": "evil.example"}, timeout=2).status_code == 400
+        assert requests.get(url, headers={"Host": "bad host\\x"}, timeout=2).status_code == 400
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+    text = log.read_text()
+    assert "Redis for craft_apps: redis://user:***@127.0.0.1:6399/0?password=***&client_name=" in text
+    assert "S3cret" not in text
+    assert "Traceback" not in text and " ERROR " not in text
+    bad_hosts = [line for line in text.splitlines() if "DisallowedHost" in line]
+    assert len(bad_hosts) == 2, text
+    assert bad_hosts[0].endswith(
+        " WARNING django.security.DisallowedHost: Invalid HTTP_HOST header: 'evil.example'. "
+        "You may need to add 'evil.example' to ALLOWED_HOSTS."
+    )
+    assert " WARNING django.security.DisallowedHost: Invalid HTTP_HOST header: " in bad_hosts[1]

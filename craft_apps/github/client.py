@@ -5,7 +5,8 @@ Contract: ``GitHubClient.fetch_latest_release`` never raises; every answer becom
 sent only as ``Authorization: Bearer`` to GitHub's API host and never appears in a log line, a
 reason, an exception or a ``repr``; ``~/.netrc`` never adds credentials; a request takes at most
 the connect timeout to connect and ``total_timeout`` for the whole exchange, however slowly the
-server drips; no more than ``max_body_bytes`` of an answer are ever read.
+server drips; no more than ``max_body_bytes`` of an answer are ever read; a redirect from https
+to anything else is refused before it is followed.
 
 The total deadline is real elapsed time (``time.monotonic``), not the injected clock: it bounds
 real socket I/O. The injected clock only turns rate-limit headers into ``retry_at_ms``.
@@ -25,6 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -84,6 +86,10 @@ class Failed:
 
 
 FetchOutcome = Fetched | NotModified | RateLimited | Failed
+
+
+class _RedirectRefused(requests.RequestException):
+    """A redirect the client won't follow; the message is the one-line reason."""
 
 
 # --- The client -----------------------------------------------------------------------------------
@@ -171,6 +177,7 @@ class GitHubClient:
                     timeout=(self._connect_timeout, self._total_timeout),
                     stream=True,
                     allow_redirects=True,
+                    hooks={"response": [self._refuse_downgrade]},
                     proxies=get_environ_proxies(url),
                     verify=self._verify(),
                 )
@@ -255,7 +262,20 @@ class GitHubClient:
             return min(max(reset * 1000, now_ms), now_ms + MAX_RETRY_AFTER_SECS * 1000)
         return None
 
+    def _refuse_downgrade(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """A response hook, run on every answer of a request, redirects included, before the
+        next one is asked for: an answer that came over https is never followed elsewhere."""
+        target = self._session.get_redirect_target(response)
+        if target is None or urlsplit(response.url).scheme != "https":
+            return
+        scheme = urlsplit(urljoin(response.url, target)).scheme
+        if scheme != "https":
+            response.close()
+            raise _RedirectRefused(f"refused a redirect from https to {_echo(scheme or 'no scheme', 20)}")
+
     def _request_failed(self, exc: requests.RequestException, deadline: _Deadline) -> Failed:
+        if isinstance(exc, _RedirectRefused):
+            return Failed(str(exc))
         if deadline.expired:
             return Failed(f"no complete answer within {self._total_timeout:g} s")
         if isinstance(exc, requests.ConnectTimeout):

@@ -2,9 +2,11 @@
 
 Contract: ``parse_release`` returns a ``Release`` or raises ``ReleaseRejected`` with a one-line
 reason; no other exception escapes, whatever the bytes. ``parse_platform`` is total: a platform
-or None. Invariants of a returned release: every link points into the repository's own releases
-on ``web_url`` (a tampered answer cannot send users elsewhere), every text is bounded, and every
-asset has a safe file name and a non-negative integer size.
+or None. Invariants of a returned release: every link, resolved as a browser resolves it, points
+into the repository's own releases on ``web_url`` and is served in that resolved form (a tampered
+answer cannot send users elsewhere, see ``craft_apps.github.links``); every text is bounded and free of
+control characters but tab and newline; every asset has a safe file name and a size a JSON
+client reads exactly (an integer from 0 to 2^53 - 1).
 
 Repository names are compared exactly. GitHub treats them case-insensitively, but the
 configured name is expected to be spelled as GitHub spells it; a differently-cased answer only
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 from urllib.parse import quote
 
 from craft_apps.domain import (
@@ -27,6 +29,7 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
+from craft_apps.github.links import link_under
 from craft_apps.instants import parse_rfc3339
 
 MAX_TAG_CHARS = 64
@@ -34,11 +37,19 @@ MAX_NAME_CHARS = 200
 MAX_NOTES_BYTES = 64 * 1024
 MAX_ASSETS = 200
 MAX_FILE_NAME_CHARS = 200
+# The largest integer a JSON client reading numbers as doubles (JavaScript, jq...) keeps exact.
+MAX_SAFE_SIZE = 2**53 - 1
 ELLIPSIS = "…"
 
 _FORBIDDEN_FILE_NAME_CHARS = frozenset('/\\:<>"|?*')
 _SHA256_DIGEST = re.compile(r"sha256:([0-9a-fA-F]{64})")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 controls but tab and newline (a carriage return is turned into a newline first), DEL and
+# the C1 controls: invisible, and some of them drive terminals.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LINE_BREAK = re.compile("\r\n?")
+# What ``git check-ref-format`` refuses in a name, beyond spaces and controls.
+_GIT_REFUSED_IN_TAG = re.compile(r"\.\.|@\{|//|[~^:?*\[\\]|^/|/$|\.$|^@$|(^|/)\.|\.lock(/|$)")
 
 
 class ReleaseRejected(Exception):
@@ -57,9 +68,12 @@ def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -
         raise ReleaseRejected("the release is a draft (or its draft flag is not false)")
     tag = _tag(release.get("tag_name"))
     releases_page = f"{web_url}/{repo}/releases/"
-    html_url = release.get("html_url")
-    if not (_is_clean_url(html_url) and html_url.startswith(releases_page)):
-        html_url = f"{releases_page}tag/{quote(tag, safe='/')}"
+    # A page that is not the repository's is rebuilt from the tag, and judged the same way.
+    html_url = (
+        link_under(release.get("html_url"), releases_page)
+        or link_under(f"{releases_page}tag/{quote(tag, safe='/')}", releases_page)
+        or releases_page
+    )
     return Release(
         tag=tag,
         # A tag of just "v" keeps itself as the version rather than an empty one.
@@ -94,27 +108,35 @@ def _tag(value: object) -> str:
         raise ReleaseRejected("the release has no tag")
     if len(value) > MAX_TAG_CHARS:
         raise ReleaseRejected(f"the tag is {len(value)} characters long, over {MAX_TAG_CHARS}")
-    # Git refuses such tags, so one here means the answer is not GitHub's.
+    # Git refuses such tags, so one here means the answer is not GitHub's. Refusing them also
+    # keeps the tag (and the version) from climbing out of a path or a link built from it.
     if not value.isprintable() or any(c.isspace() for c in value):
         raise ReleaseRejected("the tag holds spaces or control characters")
+    if _GIT_REFUSED_IN_TAG.search(value):
+        raise ReleaseRejected("the tag is not a name git allows ('..', a part starting with '.', ...)")
     return value
 
 
 def _name(value: object, tag: str) -> str:
-    if not isinstance(value, str) or not value.strip():
+    value = _clean_text(value)
+    if not value.strip():
         return tag
-    value = _LONE_SURROGATE.sub("\ufffd", value)
     return value if len(value) <= MAX_NAME_CHARS else value[:MAX_NAME_CHARS] + ELLIPSIS
 
 
 def _notes(value: object) -> str:
-    if not isinstance(value, str):
-        return ""
-    encoded = _LONE_SURROGATE.sub("\ufffd", value).encode("utf-8")
+    encoded = _clean_text(value).encode("utf-8")
     if len(encoded) <= MAX_NOTES_BYTES:
         return encoded.decode("utf-8")
     # "ignore" drops only the character the cut went through.
     return encoded[:MAX_NOTES_BYTES].decode("utf-8", errors="ignore") + ELLIPSIS
+
+
+def _clean_text(value: object) -> str:
+    """A text to serve: lone surrogates replaced, line breaks as newlines, no other controls."""
+    if not isinstance(value, str):
+        return ""
+    return _CONTROL.sub("", _LINE_BREAK.sub("\n", _LONE_SURROGATE.sub("\ufffd", value)))
 
 
 def _published_at(value: object) -> datetime | None:
@@ -143,13 +165,11 @@ def _asset(item: object, download_prefix: str) -> ReleaseAsset | None:
     if not isinstance(item, dict):
         return None
     name = item.get("name")
-    url = item.get("browser_download_url")
+    url = link_under(item.get("browser_download_url"), download_prefix)
     size = item.get("size")
-    if not (isinstance(name, str) and is_valid_file_name(name)):
+    if not (isinstance(name, str) and is_valid_file_name(name)) or url is None:
         return None
-    if not (_is_clean_url(url) and url.startswith(download_prefix)):
-        return None
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_SAFE_SIZE:
         return None
     digest = item.get("digest")
     match = _SHA256_DIGEST.fullmatch(digest) if isinstance(digest, str) else None
@@ -173,10 +193,6 @@ def is_valid_file_name(name: str) -> bool:
         and not name.startswith(".")
         and all((c == " " or c.isprintable()) and c not in _FORBIDDEN_FILE_NAME_CHARS for c in name)
     )
-
-
-def _is_clean_url(value: object) -> TypeGuard[str]:
-    return isinstance(value, str) and value.isprintable() and not any(c.isspace() for c in value)
 
 
 def _first_line(text: str, limit: int = 120) -> str:

@@ -287,6 +287,47 @@ def test_redirects_are_followed_up_to_a_limit(mocked: responses.RequestsMock) ->
     assert fetch() == Failed("more than 5 redirects")
 
 
+@pytest.mark.parametrize(
+    "location",
+    [
+        "http://api.github.com/repositories/42/releases/latest",
+        "HTTP://api.github.com/repositories/42/releases/latest",
+        " http://api.github.com/repositories/42/releases/latest",
+    ],
+)
+def test_a_redirect_from_https_to_http_fails_without_being_followed(
+    mocked: responses.RequestsMock, location: str
+) -> None:
+    downgraded = "http://api.github.com/repositories/42/releases/latest"
+    mocked.get(LATEST_URL, status=301, headers={"Location": location})
+    mocked.get(downgraded, body=release_body())
+    assert fetch(token=TOKEN) == Failed("refused a redirect from https to http")
+    assert [call.request.url for call in mocked.calls] == [LATEST_URL]
+
+
+def test_a_downgrade_further_down_a_chain_of_redirects_fails(mocked: responses.RequestsMock) -> None:
+    moved = f"{API_URL}/repositories/42/releases/latest"
+    mocked.get(LATEST_URL, status=302, headers={"Location": moved})
+    mocked.get(moved, status=307, headers={"Location": "http://mirror.example/latest"})
+    mocked.get("http://mirror.example/latest", body=release_body())
+    assert fetch() == Failed("refused a redirect from https to http")
+    assert len(mocked.calls) == 2
+
+
+def test_a_redirect_to_another_scheme_fails(mocked: responses.RequestsMock) -> None:
+    mocked.get(LATEST_URL, status=301, headers={"Location": "ftp://api.github.com/latest"})
+    assert fetch() == Failed("refused a redirect from https to ftp")
+
+
+def test_plain_http_may_redirect_to_plain_http_and_to_https(mocked: responses.RequestsMock) -> None:
+    plain = "http://127.0.0.1:8765"
+    mocked.get(f"{plain}/repos/{REPO}/releases/latest", status=301, headers={"Location": f"{plain}/moved"})
+    mocked.get(f"{plain}/moved", status=301, headers={"Location": LATEST_URL})
+    mocked.get(LATEST_URL, body=release_body())
+    with GitHubClient(api_url=plain, web_url=WEB_URL, token=None, clock=FakeClock()) as github:
+        assert isinstance(github.fetch_latest_release(REPO, None), Fetched)
+
+
 # --- The request ----------------------------------------------------------------------------------
 
 STANDARD_HEADERS = {

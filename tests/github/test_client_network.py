@@ -166,3 +166,19 @@ def test_https_carries_the_token_and_reuses_its_connection(scripted_server: Star
         assert github.fetch_latest_release(REPO, first.etag) == NotModified()
     assert server.connections == 1
     assert all(b"authorization: bearer ghp_tls_token\r\n" in head.lower() for head in server.requests)
+
+
+def test_https_redirecting_to_plain_http_fails_and_never_reaches_it(scripted_server: Start) -> None:
+    plain = scripted_server(answer_like_github)
+
+    def downgrade(conn: socket.socket, head: bytes, stop: threading.Event) -> None:
+        location = f"{plain.url}/repos/{REPO}/releases/latest".encode()
+        conn.sendall(
+            b"HTTP/1.1 301 Moved Permanently\r\nLocation: " + location + b"\r\nContent-Length: 0\r\n\r\n"
+        )
+
+    secure = scripted_server(downgrade, tls=True)
+    with client(secure, total_timeout=5.0, token="ghp_tls_token") as github:
+        assert github.fetch_latest_release(REPO, None) == Failed("refused a redirect from https to http")
+    assert len(secure.requests) == 1
+    assert plain.connections == 0

@@ -109,6 +109,31 @@ def test_a_release_page_elsewhere_is_rebuilt(html_url: object) -> None:
     assert parse(html_url=html_url).html_url == "https://github.com/storytold/photocraft/releases/tag/v0.5.0"
 
 
+@pytest.mark.parametrize(
+    "html_url",
+    [
+        "https://github.com/storytold/photocraft/releases/tag/v0.5.0/../../../../evil/x/releases/tag/v1",
+        "https://github.com/storytold/photocraft/releases/../../other/releases/tag/v0.5.0",
+        "https://github.com/storytold/photocraft/releases/%2e%2e/%2E%2E/%2e./evil/x/releases/tag/v1",
+        "https://github.com/storytold/photocraft/releases\\..\\..\\..\\evil/x/releases/tag/v1",
+        "https://github.com/storytold/photocraft/releases/tag/..%2F..%2F..%2F..%2Fevil",
+    ],
+)
+def test_a_release_page_a_browser_resolves_elsewhere_is_rebuilt(html_url: str) -> None:
+    assert parse(html_url=html_url).html_url == "https://github.com/storytold/photocraft/releases/tag/v0.5.0"
+
+
+def test_a_release_page_is_served_as_a_browser_resolves_it() -> None:
+    html_url = "HTTPS://GitHub.com:443/storytold/photocraft/releases/tag/v0.4.0/../v0.5.0"
+    assert parse(html_url=html_url).html_url == "https://github.com/storytold/photocraft/releases/tag/v0.5.0"
+
+
+def test_a_rebuilt_page_that_would_not_stay_in_the_repository_is_the_releases_page() -> None:
+    # Git allows this tag; quoted, a server decoding twice would read "..".
+    release = parse(tag_name="%2e%2e", html_url=None)
+    assert release.html_url == "https://github.com/storytold/photocraft/releases/"
+
+
 def test_the_rebuilt_page_quotes_the_tag() -> None:
     release = parse(tag_name="release/1.0+build#2", html_url=None)
     assert release.html_url == "https://github.com/storytold/photocraft/releases/tag/release/1.0%2Bbuild%232"
@@ -178,6 +203,24 @@ def test_notes_are_cut_on_a_character_boundary() -> None:
     assert len(notes[:-1].encode("utf-8")) <= MAX_NOTES_BYTES
 
 
+def test_control_characters_are_stripped_from_the_name_and_the_notes() -> None:
+    text = "A\x00B\x07C\x1bD\tE\nF\x7fG\x85H\x9bI"
+    release = parse(name=text, body=text)
+    assert release.name == release.notes_markdown == "ABCD\tE\nFGHI"
+
+
+def test_carriage_returns_become_newlines() -> None:
+    assert parse(body="one\r\ntwo\rthree\n").notes_markdown == "one\ntwo\nthree\n"
+
+
+def test_a_name_of_only_control_characters_becomes_the_tag() -> None:
+    assert parse(name="\x00\x01\x7f").name == "v0.5.0"
+
+
+def test_notes_are_cut_to_64_kib_after_stripping() -> None:
+    assert parse(body="\x00" * 10 + "a" * MAX_NOTES_BYTES).notes_markdown == "a" * MAX_NOTES_BYTES
+
+
 @pytest.mark.parametrize("body", [None, 42, ["notes"], {"text": "x"}])
 def test_notes_that_are_not_a_string_are_empty(body: object) -> None:
     assert parse(body=body).notes_markdown == ""
@@ -185,6 +228,8 @@ def test_notes_that_are_not_a_string_are_empty(body: object) -> None:
 
 # --- Rejected answers -----------------------------------------------------------------------------
 
+GIT_REFUSED_TAGS = ["../../../../evil", "..", "v1/../x", ".v1", "v1/.x", "/v1", "v1/", "v1//x", "v1."]
+GIT_REFUSED_TAGS += ["v1.lock", "@", "v1@{0}", "v1~1", "v1^", "v1:x", "v1?", "v1*", "v1[", "v1\\x"]
 REJECTED: dict[str, bytes] = {
     "garbage": b"<html>Unicorn!</html>",
     "empty": b"",
@@ -200,6 +245,7 @@ REJECTED: dict[str, bytes] = {
     "a 65-character tag": json.dumps({"tag_name": "v" + "1" * 64}).encode(),
     "a tag with a space": b'{"tag_name": "v1 .0"}',
     "a tag with a newline": b'{"tag_name": "v1\\n"}',
+    **{f"a tag git refuses: {tag!r}": json.dumps({"tag_name": tag}).encode() for tag in GIT_REFUSED_TAGS},
     "a draft": b'{"tag_name": "v1.0.0", "draft": true}',
     "a draft flag that is not a boolean": b'{"tag_name": "v1.0.0", "draft": "yes"}',
     "assets that are an object": b'{"tag_name": "v1.0.0", "assets": {}}',
@@ -237,6 +283,10 @@ def test_a_missing_asset_list_means_no_assets() -> None:
         "https://github.com/storytold/photocraft/archive/v1.zip",
         "http://github.com/storytold/photocraft/releases/download/v0.5.0/x.msi",
         "https://github.com/storytold/photocraft/releases/download/v0.5.0/x.msi\nhttps://evil.example",
+        f"{DOWNLOADS}../../../../evil/x/releases/download/v1/x.msi",
+        f"{DOWNLOADS}%2e%2e/%2E%2E/.%2e/%2e./evil/x/releases/download/v1/x.msi",
+        f"{DOWNLOADS}..\\..\\..\\..\\evil\\x\\releases\\download\\v1\\x.msi",
+        f"{DOWNLOADS}..%2F..%2F..%2F..%2Fevil%2Fx/x.msi",
         None,
         42,
     ],
@@ -271,6 +321,19 @@ def test_an_asset_with_an_unsafe_name_is_dropped(name: Any) -> None:
 )
 def test_an_asset_with_a_fair_name_is_kept(name: str) -> None:
     assert parse_assets(github_asset(name=name, browser_download_url=DOWNLOADS + "x")) == [name]
+
+
+def test_an_asset_link_is_served_as_a_browser_resolves_it() -> None:
+    url = "HTTPS://GITHUB.COM/storytold/photocraft/releases/download/v0.4.0/../v0.5.0/./x.msi"
+    assert [a.download_url for a in parse(assets=[github_asset(browser_download_url=url)]).assets] == [
+        DOWNLOADS + "x.msi"
+    ]
+
+
+def test_an_asset_larger_than_json_numbers_hold_exactly_is_dropped() -> None:
+    assert parse_assets(github_asset(size=2**53)) == []
+    assert parse_assets(github_asset(size=2**64 - 1)) == []
+    assert parse(assets=[github_asset(size=2**53 - 1)]).assets[0].size_bytes == 2**53 - 1
 
 
 @pytest.mark.parametrize("size", ["7", -1, True, False, 7.0, None, [7]])

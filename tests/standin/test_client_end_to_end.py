@@ -154,8 +154,22 @@ def test_server_errors_and_dropped_connections_fail(stand_in, fake_clock, fault)
     assert "\n" not in outcome.reason
 
 
-def test_assets_that_point_elsewhere_are_dropped(stand_in, fake_clock):
-    stand_in.set_fault(PHOTOCRAFT, ForeignAssetsFault("https://evil.example/"))
+DOWNLOADS = f"{WEB_URL}/{PHOTOCRAFT}/releases/download/v0.5.0/"
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "https://evil.example/",
+        f"{DOWNLOADS}../../../../evil/x/releases/download/v1/",
+        f"{DOWNLOADS}%2e%2e/%2E%2E/.%2e/%2e./evil/x/releases/download/v1/",
+        f"{DOWNLOADS}..\\..\\..\\..\\evil\\x\\releases\\download\\v1\\",
+        f"{DOWNLOADS}..%2F..%2F..%2F..%2Fevil%2Fx%2Freleases%2Fdownload%2Fv1/",
+    ],
+    ids=["another host", "dot segments", "encoded dots", "backslashes", "encoded slashes"],
+)
+def test_assets_that_point_elsewhere_are_dropped(stand_in, fake_clock, prefix):
+    stand_in.set_fault(PHOTOCRAFT, ForeignAssetsFault(prefix))
 
     with make_client(stand_in, fake_clock) as client:
         release = fetched(client.fetch_latest_release(PHOTOCRAFT, None)).release
