@@ -14,7 +14,9 @@ host asks GitHub before it), ``trouble`` (troubled rounds in a row), ``by``.
 
 Invariant: nothing unreadable is trusted. Another version, a bad number, bad JSON, a zero or
 negative time or bytes that aren't UTF-8 read as absent (a fetch needs its time, its ``etag``
-field and its release all readable), so the app is fetched again and the entry overwritten.
+field and its release all readable), so the app is asked about again and the next 200 or 304
+writes the whole entry over it. A claim, a failure or a 304 never rewrites the ``v`` of a hash
+of another version (``shared_store``), so they can't make its foreign fields readable.
 """
 
 from __future__ import annotations

@@ -4,15 +4,24 @@ Writes are last-write-wins, guarded by time and decided on the server: one Lua s
 (``guarded_write.lua``, run by its SHA and reloaded after ``NOSCRIPT``) writes only when the
 stored time field plus a minimum gap is not after the new time and, for a 304, only while the
 stored ``etag`` is the one revalidated; then it sets the 7-day TTL. An unreadable stored time
-never blocks a write, so garbage gets overwritten.
+never blocks a write, so garbage gets overwritten. A hash of another format version guards
+nothing and is never adopted: only a full write (a whole fetch) replaces it; a claim, a failure
+or a 304 leaves its ``v`` alone, so it stays unreadable. After a 304 the store shares the whole
+entry when its last read of the hash found no readable fetch (absent, flushed, another format,
+garbage), so an emptied Redis fills again with 304s alone.
+
+No write is left half-done: the script asks the ACL about each of its writes before the first
+(Redis does not undo a script's earlier writes when a later command fails), and the WATCH path
+and the backoff write in ``MULTI``/``EXEC``, which Redis discards whole when a command is
+refused while queued.
 
 When Redis refuses the script itself (an ACL without ``@scripting``, scripting disabled, an
 unknown ``EVAL``/``EVALSHA``/``SCRIPT``) and only then, the store switches for good, logging it
-once, to ``WATCH``/``MULTI``/``EXEC``: it reads the guarding fields, decides with ``write_wins``
-(the script's rule in Python), writes in a transaction and decides again if another writer got
-in between. Any other Redis problem is ``RedisTrouble`` and leaves that switch alone. Every
-method raises ``RedisTrouble``, never a redis-py error; its message is one line, without
-credentials.
+once, to ``WATCH``/``MULTI``/``EXEC``: it reads what the rule looks at, decides with
+``decide_write`` (the script's rule in Python), writes in a transaction and decides again if
+another writer got in between. Any other Redis problem is ``RedisTrouble`` and leaves that
+switch alone. Every method raises ``RedisTrouble``, never a redis-py error; its message is one
+line, without credentials, and it says which operation failed.
 """
 
 from __future__ import annotations
@@ -22,12 +31,15 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum, StrEnum
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, RedisError, ResponseError, WatchError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from craft_apps.codec import decode_release
@@ -55,15 +67,36 @@ _SCRIPTING_OFF = re.compile(
 _ERROR_CODE = re.compile(r"[A-Z]+")
 
 
+class RedisOperation(StrEnum):
+    """What failed: trouble with one operation ends only when that operation works again."""
+
+    READ = "read"  # reading, or reaching Redis at all (whatever the command)
+    WRITE = "write"  # a claim or a shared outcome (the guarded-write script or WATCH)
+    BACKOFF = "backoff write"
+
+
 class RedisTrouble(Exception):
     """Redis couldn't be used: unreachable, timed out, busy, out of memory, read-only, loading,
     a command denied, or an answer that makes no sense. One line, no credentials."""
+
+    def __init__(self, message: str, operation: RedisOperation) -> None:
+        super().__init__(message)
+        self.operation = operation
+
+    @classmethod
+    def of(cls, what: str, err: BaseException, operation: RedisOperation) -> RedisTrouble:
+        """``err`` while ``what``. Not reaching Redis (refused, reset, timed out, loading) is the
+        same trouble whatever the command, so it counts as a read: any read that works ends it.
+        An answer refusing the command (OOM, READONLY, NOPERM, ...) belongs to ``operation``."""
+        unreachable = isinstance(err, RedisConnectionError | RedisTimeoutError | OSError)
+        return cls(f"{what}: {describe_error(err)}", RedisOperation.READ if unreachable else operation)
 
 
 @dataclass(frozen=True, slots=True)
 class GuardedWrite:
     """Write ``fields`` to hash ``key`` unless its ``time_field`` plus ``min_gap_ms`` is after
-    ``time_ms``, or ``required_etag`` is set and the hash's ``etag`` differs."""
+    ``time_ms``, or ``required_etag`` is set and the hash's ``etag`` differs. ``full``: the
+    fields are a whole entry, which may replace a hash of another format version."""
 
     key: str
     time_field: str
@@ -71,30 +104,56 @@ class GuardedWrite:
     fields: Mapping[str, str]
     min_gap_ms: int = 0
     required_etag: str | None = None
+    full: bool = False
 
     def __post_init__(self) -> None:
         if not 0 < self.time_ms <= MAX_SCRIPT_NUMBER or not 0 <= self.min_gap_ms <= MAX_SCRIPT_NUMBER:
             raise ValueError(f"time {self.time_ms} or gap {self.min_gap_ms} out of range")
-        if not self.fields:
-            raise ValueError("a guarded write needs fields to write")
+        if shared_entry.FIELD_VERSION not in self.fields or len(self.fields) < 2:
+            raise ValueError("a guarded write needs its format version and fields to write")
+
+    @property
+    def version(self) -> str:
+        return self.fields[shared_entry.FIELD_VERSION]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    """What the rule looks at in the key: its Redis type and three raw fields (None: absent)."""
+
+    kind: str = "none"  # as TYPE answers: none, hash, string, list, ...
+    version: bytes | str | None = None
+    time: bytes | str | None = None
+    etag: bytes | str | None = None
+
+
+class WriteEffect(Enum):
+    NOTHING = "nothing"  # what is stored wins
+    HSET = "hset"  # set every field: the key is absent or a hash of this format
+    HSET_KEEPING_VERSION = "hset keeping v"  # a partial write on another format: all but `v`
+    REPLACE = "replace"  # delete the key, then set every field
 
 
 def _as_bytes(value: bytes | str | None) -> bytes | None:
     return value.encode() if isinstance(value, str) else value
 
 
-def write_wins(write: GuardedWrite, stored_time: bytes | str | None, stored_etag: bytes | str | None) -> bool:
-    """The script's decision, given the hash's stored time field and ``etag`` (None: absent)."""
-    stored = _as_bytes(stored_time)
+def decide_write(write: GuardedWrite, stored: StoredKey) -> WriteEffect:
+    """The script's rule: what ``write`` does to a key holding ``stored``."""
+    is_hash = stored.kind == "hash"
+    if write.required_etag and _as_bytes(stored.etag if is_hash else None) != write.required_etag.encode():
+        return WriteEffect.NOTHING
+    foreign = is_hash and _as_bytes(stored.version) != write.version.encode()
+    stored_time = _as_bytes(stored.time) if is_hash and not foreign else None
     if (
-        stored is not None
-        and _STORED_TIME.fullmatch(stored)
-        and int(stored) + write.min_gap_ms > write.time_ms
+        stored_time is not None
+        and _STORED_TIME.fullmatch(stored_time)
+        and int(stored_time) + write.min_gap_ms > write.time_ms
     ):
-        return False
-    if write.required_etag:
-        return _as_bytes(stored_etag) == write.required_etag.encode()
-    return True
+        return WriteEffect.NOTHING
+    if stored.kind not in ("hash", "none") or (foreign and write.full):
+        return WriteEffect.REPLACE
+    return WriteEffect.HSET_KEEPING_VERSION if foreign else WriteEffect.HSET
 
 
 def is_script_refusal(err: Exception) -> bool:
@@ -144,6 +203,7 @@ class SharedStore:
         self._lock = threading.Lock()
         self._reported: dict[str, tuple[str, ...]] = {}
         self._decoded: dict[str, tuple[str, Release | None]] = {}  # hash key -> last release JSON
+        self._fetch_read: dict[str, bool] = {}  # hash key -> whether its last read held a readable fetch
 
     @property
     def scripts_refused(self) -> bool:
@@ -169,10 +229,11 @@ class SharedStore:
             pipe.hgetall(self.backoff_key)
             replies = pipe.execute(raise_on_error=False)
         except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble(f"reading the shared releases: {describe_error(err)}") from err
+            raise RedisTrouble.of("reading the shared releases", err, RedisOperation.READ) from err
         if len(replies) != len(keys) + 1:
             raise RedisTrouble(
-                f"reading the shared releases: {len(replies)} replies to {len(keys) + 1} commands"
+                f"reading the shared releases: {len(replies)} replies to {len(keys) + 1} commands",
+                RedisOperation.READ,
             )
         hashes = [
             self._hash_reply(key, reply)
@@ -182,6 +243,7 @@ class SharedStore:
         for key, (fields, wrong_type) in zip(keys, hashes[:-1], strict=True):
             entry, problems = shared_entry.read_app_entry(fields, self._release_decoder(key))
             self._report(key, wrong_type or tuple(problems))
+            self._fetch_read[key] = entry is not None and entry.fetched is not None
             entries.append(entry)
         backoff_fields, wrong_type = hashes[-1]
         self._report(self.backoff_key, wrong_type)
@@ -207,9 +269,11 @@ class SharedStore:
         if isinstance(reply, ResponseError) and str(reply).startswith("WRONGTYPE"):
             return {}, ("it is not a hash",)
         if isinstance(reply, Exception):
-            raise RedisTrouble(f"reading {key}: {describe_error(reply)}")
+            raise RedisTrouble.of(f"reading {key}", reply, RedisOperation.READ)
         if not isinstance(reply, Mapping):
-            raise RedisTrouble(f"reading {key}: a {type(reply).__name__} instead of a hash")
+            raise RedisTrouble(
+                f"reading {key}: a {type(reply).__name__} instead of a hash", RedisOperation.READ
+            )
         return reply, ()
 
     def _report(self, key: str, problems: tuple[str, ...]) -> None:
@@ -220,7 +284,7 @@ class SharedStore:
         if problems:
             logger.warning(
                 "Craft app releases: ignoring what can't be read in Redis key %s (%s); "
-                "the next write replaces it.",
+                "the next fetch or revalidation of the app replaces it.",
                 key,
                 "; ".join(problems),
             )
@@ -248,14 +312,22 @@ class SharedStore:
                 time_field=shared_entry.FIELD_FETCHED_MS,
                 time_ms=fetched_ms,
                 fields=shared_entry.encode_fetch(release, etag, fetched_ms, self._hostname),
+                full=True,
             )
         )
 
-    def write_unchanged(self, app_key: str, etag: str, fetched_ms: int) -> bool:
-        """Shares a 304 for the release with ETag ``etag``: moves only the fetch time, and only
-        while that release is the shared one and nothing newer is. Returns whether written."""
+    def write_unchanged(
+        self, app_key: str, release: Release | None, etag: str | None, fetched_ms: int
+    ) -> bool:
+        """Shares a 304 for ``release`` with ETag ``etag``. When this store's last read of the
+        app's hash held a readable fetch, moves only the fetch time, and only while that release
+        is the shared one and nothing newer is; when it held none (absent, emptied by a flush,
+        another format, garbage), shares the whole entry as a 200 would, so the fleet learns
+        again what this host knows. Returns whether written."""
+        if not self._fetch_read.get(self.app_key(app_key), False):
+            return self.write_fetched(app_key, release, etag, fetched_ms)
         if not etag:
-            return False
+            return False  # nothing to tie the time to the shared release
         return self.apply(
             GuardedWrite(
                 key=self.app_key(app_key),
@@ -291,7 +363,7 @@ class SharedStore:
             pipe.pexpire(key, shared_entry.BACKOFF_TTL_MS)
             pipe.execute()
         except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble(f"writing {key}: {describe_error(err)}") from err
+            raise RedisTrouble.of(f"writing {key}", err, RedisOperation.BACKOFF) from err
 
     def apply(self, write: GuardedWrite) -> bool:
         """Applies ``write`` with the script or, once Redis refused it, with WATCH. Returns
@@ -306,7 +378,7 @@ class SharedStore:
                     self._note_refusal(err)
             return self._apply_with_watch(write)
         except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble(f"writing {write.key}: {describe_error(err)}") from err
+            raise RedisTrouble.of(f"writing {write.key}", err, RedisOperation.WRITE) from err
 
     def _note_refusal(self, err: ResponseError) -> None:
         with self._lock:
@@ -326,34 +398,37 @@ class SharedStore:
             write.min_gap_ms,
             shared_entry.APP_TTL_MS,
             write.required_etag or "",
+            "1" if write.full else "0",
+            write.version,
         ]
         for field, value in write.fields.items():
             args += [field, value]
         written = self._script(keys=[write.key], args=args, client=self._client)
         if written not in (0, 1):
-            raise RedisTrouble(f"writing {write.key}: the script answered {written!r}")
+            raise RedisTrouble(f"writing {write.key}: the script answered {written!r}", RedisOperation.WRITE)
         return bool(written == 1)
 
     def _apply_with_watch(self, write: GuardedWrite) -> bool:
+        fields = (shared_entry.FIELD_VERSION, write.time_field, shared_entry.FIELD_ETAG)
         with self._client.pipeline(transaction=True) as pipe:
             for _ in range(WATCH_ATTEMPTS):
                 pipe.watch(write.key)  # type: ignore[no-untyped-call]
-                replace = False
-                try:
-                    stored_time, stored_etag = pipe.hmget(
-                        write.key, [write.time_field, shared_entry.FIELD_ETAG]
-                    )
-                except ResponseError as err:
-                    if not str(err).startswith("WRONGTYPE"):
-                        raise
-                    stored_time, stored_etag, replace = None, None, True
-                if not write_wins(write, stored_time, stored_etag):
+                kind = _as_bytes(pipe.type(write.key)) or b"none"
+                stored = StoredKey(kind.decode(errors="replace"))
+                if stored.kind == "hash":
+                    stored = StoredKey("hash", *pipe.hmget(write.key, fields))
+                effect = decide_write(write, stored)
+                if effect is WriteEffect.NOTHING:
                     pipe.unwatch()
                     return False
                 pipe.multi()
-                if replace:
+                if effect is WriteEffect.REPLACE:
                     pipe.delete(write.key)
-                pipe.hset(write.key, mapping=_mapping(write.fields))
+                values = dict(write.fields)
+                if effect is WriteEffect.HSET_KEEPING_VERSION:
+                    del values[shared_entry.FIELD_VERSION]
+                # Queued: a refused command (ACL, OOM, read-only) makes EXEC discard them all.
+                pipe.hset(write.key, mapping=_mapping(values))
                 pipe.pexpire(write.key, shared_entry.APP_TTL_MS)
                 try:
                     pipe.execute()

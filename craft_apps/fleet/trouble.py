@@ -2,8 +2,12 @@
 
 ``PollMode.choose`` picks how a tick works. ``RedisTroubleLog`` warns when Redis trouble starts,
 then at most every 10 minutes while it lasts (with how many errors went unlogged), and logs
-once, at info, when Redis answers again. It takes the time as an argument, so it has no clock
-of its own; its messages are one line and carry no credentials.
+once, at info, when Redis works again. Trouble is kept per operation (reading, the guarded
+writes, the backoff write): it ends only when every operation that failed has worked since, so a
+Redis that answers reads but refuses writes (out of memory, a read-only replica, a denied
+command) is one lasting trouble, not a "back"/"unavailable" pair every tick. It takes the time
+as an argument, so it has no clock of its own; its messages are one line and carry no
+credentials.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import logging
 from enum import StrEnum
 
 from craft_apps.fleet.connection import describe_error
+from craft_apps.fleet.store import RedisOperation, RedisTrouble
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +37,7 @@ class PollMode(StrEnum):
 class RedisTroubleLog:
     def __init__(self) -> None:
         self._failing_since_ms: int | None = None
+        self._failing: set[RedisOperation] = set()
         self._last_warned_ms: int | None = None
         self._suppressed = 0
 
@@ -40,7 +46,9 @@ class RedisTroubleLog:
         return self._failing_since_ms is not None
 
     def failed(self, err: BaseException, now_ms: int) -> bool:
-        """Notes a Redis error; returns whether it was logged."""
+        """Notes a Redis error (a ``RedisTrouble`` says its operation; anything else counts as a
+        read); returns whether it was logged."""
+        self._failing.add(err.operation if isinstance(err, RedisTrouble) else RedisOperation.READ)
         if self._failing_since_ms is None:
             self._failing_since_ms = now_ms
         last = self._last_warned_ms
@@ -59,10 +67,11 @@ class RedisTroubleLog:
         self._suppressed = 0
         return True
 
-    def succeeded(self, now_ms: int) -> None:
-        """Notes that Redis works; logs the recovery once."""
+    def succeeded(self, operation: RedisOperation, now_ms: int) -> None:
+        """Notes that ``operation`` worked; logs the recovery once no failed operation is left."""
+        self._failing.discard(operation)
         since = self._failing_since_ms
-        if since is None:
+        if since is None or self._failing:
             return
         logger.info(
             "Craft app releases: Redis is back after %d s; coordinating with the fleet again.",

@@ -23,9 +23,9 @@ from functools import partial
 from typing import Protocol
 
 from craft_apps.clock import Clock
-from craft_apps.domain import AppSpec, AppState, Backoff
+from craft_apps.domain import AppSpec, AppState, Backoff, Release
 from craft_apps.fleet.entry import SharedAppEntry
-from craft_apps.fleet.store import RedisTrouble, SharedStore
+from craft_apps.fleet.store import RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
 from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified, RateLimited
 from craft_apps.host.store import FenceRejected, StateStore, StateUnavailable
@@ -33,6 +33,14 @@ from craft_apps.instants import format_ms
 from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS, RoundResult, backoff_after, is_due
 
 logger = logging.getLogger(__name__)
+
+
+class SharedFetchWrite(Protocol):
+    """``SharedStore.write_fetched`` or ``SharedStore.write_unchanged``, unbound."""
+
+    def __call__(
+        self, store: SharedStore, /, app_key: str, release: Release | None, etag: str | None, fetched_ms: int
+    ) -> bool: ...
 
 
 class ReleaseSource(Protocol):
@@ -150,14 +158,17 @@ class Poller:
         """Right before asking GitHub: the app's latest shared entry, then a claim."""
         assert self.shared is not None
         entries, backoff = self.shared.read([key])
+        now_ms = self.clock.now_ms()
+        self.redis_log.succeeded(RedisOperation.READ, now_ms)
         self._merge_entry(key, entries[0])
         self.backoff = backoff
-        now_ms = self.clock.now_ms()
         if backoff.is_active(now_ms):
             return "stop"
         if not self._is_due(key, now_ms):
             return "skip"
-        return "ask" if self.shared.claim(key, now_ms) else "skip"
+        claimed = self.shared.claim(key, now_ms)
+        self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
+        return "ask" if claimed else "skip"
 
     def _take_outcome(
         self, app: AppSpec, outcome: FetchOutcome, mode: PollMode, result: RoundResult
@@ -170,20 +181,11 @@ class Poller:
             self.memory[app.key] = replace(
                 state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms
             )
-            share = partial(
-                SharedStore.write_fetched,
-                app_key=app.key,
-                release=outcome.release,
-                etag=outcome.etag,
-                fetched_ms=now_ms,
-            )
+            share = self._share_fetch(app.key, SharedStore.write_fetched, now_ms)
         elif isinstance(outcome, NotModified):
             result.unchanged += 1
             self.memory[app.key] = replace(state, fetched_ms=now_ms)
-            if state.etag:
-                share = partial(
-                    SharedStore.write_unchanged, app_key=app.key, etag=state.etag, fetched_ms=now_ms
-                )
+            share = self._share_fetch(app.key, SharedStore.write_unchanged, now_ms)
         elif isinstance(outcome, RateLimited):
             result.rate_limited = True
             result.retry_at_ms = outcome.retry_at_ms
@@ -208,7 +210,14 @@ class Poller:
             except RedisTrouble as err:
                 self.redis_log.failed(err, now_ms)
                 return PollMode.STANDALONE
+            self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
         return mode
+
+    def _share_fetch(self, key: str, write: SharedFetchWrite, now_ms: int) -> Callable[[SharedStore], object]:
+        """How a 200 or a 304 is shared: with what this host holds now, the store deciding how
+        much of it to write (after a 304, the whole entry only when Redis has none it can read)."""
+        kept = self.memory[key]
+        return partial(write, app_key=key, release=kept.latest_release, etag=kept.etag, fetched_ms=now_ms)
 
     def _update_backoff(self, result: RoundResult, mode: PollMode) -> None:
         previous = self.backoff
@@ -229,6 +238,8 @@ class Poller:
                 self.shared.write_backoff(self.backoff)
             except RedisTrouble as err:
                 self.redis_log.failed(err, self.clock.now_ms())
+            else:
+                self.redis_log.succeeded(RedisOperation.BACKOFF, self.clock.now_ms())
 
     # -- memory, the fleet and the host's state file -----------------------------------------
 
@@ -246,7 +257,7 @@ class Poller:
         except RedisTrouble as err:
             self.redis_log.failed(err, self.clock.now_ms())
             return False
-        self.redis_log.succeeded(self.clock.now_ms())
+        self.redis_log.succeeded(RedisOperation.READ, self.clock.now_ms())
         for key, entry in zip(keys, entries, strict=True):
             self._merge_entry(key, entry)
         if backoff != self.backoff:

@@ -8,11 +8,12 @@ import pytest
 from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from craft_apps.fleet.store import RedisTrouble
+from craft_apps.fleet.store import RedisOperation, RedisTrouble
 from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
 from tests.fleet.helpers import BASE_MS
 
 LOGGER = "craft_apps.fleet.trouble"
+READ, WRITE, BACKOFF = RedisOperation.READ, RedisOperation.WRITE, RedisOperation.BACKOFF
 
 
 def at(seconds: float) -> int:
@@ -29,7 +30,7 @@ def test_coordinates_only_when_enabled_and_redis_answers() -> None:
 def test_warns_once_per_ten_minutes_while_redis_keeps_failing(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger=LOGGER)
     log = RedisTroubleLog()
-    err = RedisTrouble("reading the shared releases: ConnectionError: connection refused")
+    err = RedisTrouble("reading the shared releases: ConnectionError: connection refused", READ)
     assert not log.is_failing
 
     assert log.failed(err, at(0))
@@ -46,8 +47,8 @@ def test_warns_once_per_ten_minutes_while_redis_keeps_failing(caplog: pytest.Log
     assert all("\n" not in message for message in warnings)
 
     caplog.clear()
-    log.succeeded(at(700))
-    log.succeeded(at(730))
+    log.succeeded(READ, at(700))
+    log.succeeded(READ, at(730))
     assert not log.is_failing
     infos = [r for r in caplog.records if r.levelno == logging.INFO]
     assert [r.getMessage() for r in infos] == [
@@ -61,14 +62,14 @@ def test_warns_once_per_ten_minutes_while_redis_keeps_failing(caplog: pytest.Log
 
 def test_succeeding_without_trouble_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger=LOGGER)
-    RedisTroubleLog().succeeded(at(0))
+    RedisTroubleLog().succeeded(READ, at(0))
     assert caplog.records == []
 
 
 def test_a_clock_stepped_back_does_not_silence_the_log() -> None:
     log = RedisTroubleLog()
-    assert log.failed(RedisTrouble("down"), at(1000))
-    assert log.failed(RedisTrouble("down"), at(10)), "an hour-long silence would hide an outage"
+    assert log.failed(RedisTrouble("down", READ), at(1000))
+    assert log.failed(RedisTrouble("down", READ), at(10)), "an hour-long silence would hide an outage"
 
 
 def test_messages_carry_no_password_and_stay_on_one_line(caplog: pytest.LogCaptureFixture) -> None:
@@ -81,3 +82,42 @@ def test_messages_carry_no_password_and_stay_on_one_line(caplog: pytest.LogCaptu
     caplog.clear()
     RedisTroubleLog().failed(AuthenticationError("AUTH failed, password=hunter2"), at(0))
     assert "hunter2" not in caplog.records[0].getMessage()
+
+
+def test_trouble_ends_only_when_the_operation_that_failed_works(caplog: pytest.LogCaptureFixture) -> None:
+    """Reads work, writes are refused (OOM, a read-only replica, a denied command): one lasting
+    trouble, warned about every 10 minutes, not a "back"/"unavailable" pair every tick."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    log = RedisTroubleLog()
+    refused = RedisTrouble("writing craftApps:releases:app:photocraft: OutOfMemoryError: OOM", WRITE)
+    logged = []
+    for tick in range(40):  # 20 minutes of ticks, 30 s apart
+        log.succeeded(READ, at(30 * tick))
+        logged.append(log.failed(refused, at(30 * tick)))
+        log.succeeded(BACKOFF, at(30 * tick))  # another operation working changes nothing
+    assert [n for n, was_logged in enumerate(logged) if was_logged] == [0, 20]
+    assert [r.levelno for r in caplog.records] == [logging.WARNING, logging.WARNING]
+    assert "OutOfMemoryError" in caplog.records[0].getMessage()
+    assert "(19 similar errors not logged)" in caplog.records[1].getMessage()
+
+    caplog.clear()
+    log.succeeded(WRITE, at(1200))
+    assert not log.is_failing
+    assert [r.getMessage() for r in caplog.records] == [
+        "Craft app releases: Redis is back after 1200 s; coordinating with the fleet again."
+    ]
+
+
+def test_every_failed_operation_must_work_again(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    log = RedisTroubleLog()
+    assert log.failed(RedisTrouble("writing: READONLY", WRITE), at(0))
+    assert not log.failed(RedisTrouble("reading: refused", READ), at(30)), "the same trouble"
+    assert not log.failed(RedisConnectionError("refused"), at(31)), "a plain error counts as a read"
+    log.succeeded(READ, at(60))
+    assert log.is_failing, "the writes still fail"
+    log.succeeded(WRITE, at(90))
+    assert not log.is_failing
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
+        "Craft app releases: Redis is back after 90 s; coordinating with the fleet again."
+    ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import sqlite3
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,7 +30,7 @@ from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.fleet.server import RedisServer
+from tests.fleet.server import RedisServer, free_port
 from tests.fleet.silent_redis import SilentRedis
 
 S = 1000
@@ -59,6 +61,7 @@ class Host:
         client: redis.Redis | None,
         apps: tuple[AppSpec, ...] = APPS,
         source: ReleaseSource | None = None,
+        interval_s: int = 1800,
     ) -> None:
         self.name = name
         self.store = StateStore(root / name)
@@ -68,7 +71,7 @@ class Host:
         self.shared = None if client is None else SharedStore(client, hostname=name)
         self.client = GitHubClient(api_url=github.url, web_url="https://github.com", token=None, clock=clock)
         self.poller = Poller(
-            config=PollConfig(apps, interval_ms=1800 * S, max_backoff_ms=14_400 * S),
+            config=PollConfig(apps, interval_ms=interval_s * S, max_backoff_ms=14_400 * S),
             github=source or self.client,
             host=self.store,
             fence=lease.fence,
@@ -142,6 +145,106 @@ def test_the_fleets_backoff_stops_every_host(
     fake_clock.advance(1801)  # the reset plus a minute, or the interval: whichever is longer
     assert host_b.poller.tick().round.fetched == 2
     assert not redis_client.exists("craftApps:releases:backoff"), "a good round deletes it"
+
+
+PHOTOCRAFT_KEY = "craftApps:releases:app:photocraft"
+LAUNCHER_KEY = "craftApps:releases:app:artcraft-launcher"
+BOTH_SERVED = {"photocraft": "v0.5.0", "artcraft-launcher": "v0.5.0"}
+
+
+def test_a_hash_of_another_format_is_replaced_not_adopted(
+    tmp_path: Path, fake_clock: FakeClock, github: FakeGitHub, redis_server: RedisServer, redis_client
+):
+    host_a = Host("host-a", tmp_path, fake_clock, github, redis_server.client())
+    assert host_a.poller.tick().round.fetched == 2
+    host_b = Host("host-b", tmp_path, fake_clock, github, redis_server.client())
+    host_b.poller.tick()
+    fake_clock.advance(1801)
+    # Another format version's entry: its release null must never be served as ours.
+    redis_client.hset(
+        PHOTOCRAFT_KEY,
+        mapping={"v": "2", "fetched_ms": fake_clock.now_ms(), "etag": '"x"', "release": "null"},
+    )
+    github.reset_requests()
+    report = host_a.poller.tick()
+    assert report.round.unchanged == 2 and report.mode is PollMode.COORDINATED
+    host_b.poller.tick()
+    assert host_b.served_tags() == BOTH_SERVED
+    assert github.requests_for("storytold/photocraft") != [], "host A asked"
+    assert len(github.requests) == 2, "host B took host A's answers"
+    stored = redis_client.hgetall(PHOTOCRAFT_KEY)
+    assert stored[b"v"] == b"1" and stored[b"by"] == b"host-a" and stored[b"release"] != b"null"
+
+
+def test_after_a_flush_the_next_304s_fill_redis_again_and_replace_garbage(
+    tmp_path: Path, fake_clock: FakeClock, github: FakeGitHub, redis_server: RedisServer, redis_client
+):
+    host_a = Host("host-a", tmp_path, fake_clock, github, redis_server.client())
+    assert host_a.poller.tick().round.fetched == 2
+    redis_client.flushall()
+    etag = github.etag_of("storytold/craft-launcher")
+    garbage = {"v": "1", "fetched_ms": fake_clock.now_ms(), "etag": etag, "release": "x" * 10_000_000}
+    redis_client.hset(LAUNCHER_KEY, mapping=garbage)  # re-read by every host every tick until replaced
+    fake_clock.advance(1801)
+    assert host_a.poller.tick().round.unchanged == 2
+    assert redis_client.hstrlen(LAUNCHER_KEY, "release") < 10_000
+    github.reset_requests()
+
+    newcomer = Host("host-new", tmp_path, fake_clock, github, redis_server.client())
+    assert newcomer.poller.warm_start()
+    assert newcomer.served_tags() == BOTH_SERVED
+    assert newcomer.poller.tick().round.requests() == 0
+    assert github.requests == []
+
+
+WRITE_FAULTS = ["out of memory", "read-only replica", "PEXPIRE denied by ACL"]
+
+
+def refuse_writes(server: RedisServer, fault: str) -> tuple[redis.Redis, Callable[[], object]]:
+    """A client of ``server`` that reads but can't write, and what ends the fault."""
+    admin = server.client()
+    if fault == "out of memory":
+        admin.config_set("maxmemory-policy", "noeviction")
+        admin.config_set("maxmemory", 1)
+        return server.client(), lambda: admin.config_set("maxmemory", 0)
+    if fault == "read-only replica":
+        admin.execute_command("REPLICAOF", "127.0.0.1", str(free_port()))  # a master that never answers
+        return server.client(), lambda: admin.execute_command("REPLICAOF", "NO", "ONE")
+    url = server.acl_user("poller", "pw", ["~*", "&*", "+@all", "-pexpire"])
+    return (
+        redis.Redis.from_url(url, socket_timeout=5, retry=Retry(NoBackoff(), 0)),
+        lambda: server.acl_user("poller", "pw", ["~*", "&*", "+@all"]),
+    )
+
+
+@pytest.mark.parametrize("fault", WRITE_FAULTS)
+def test_redis_refusing_writes_is_one_trouble_warned_every_ten_minutes(
+    tmp_path: Path, fake_clock: FakeClock, github: FakeGitHub, fresh_redis_server: RedisServer, caplog, fault
+):
+    client, end_fault = refuse_writes(fresh_redis_server, fault)
+    host = Host("host-a", tmp_path, fake_clock, github, client, interval_s=60)
+    caplog.set_level(logging.INFO, logger="craft_apps.fleet.trouble")
+    for _ in range(15):  # 15 min of ticks, every one reading Redis and trying to claim
+        report = host.poller.tick()
+        assert report.round.fetched + report.round.unchanged == 2, "polling alone meanwhile"
+        fake_clock.advance(61)
+    messages = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "craft_apps.fleet.trouble"]
+    assert [level for level, _ in messages] == ["WARNING", "WARNING"], messages
+    assert "writing craftApps:releases:app:" in messages[0][1]
+    assert "(9 similar errors not logged)" in messages[1][1]
+    if fault == "PEXPIRE denied by ACL":
+        admin = fresh_redis_server.client()
+        assert admin.keys("*") == [], "no hash left without a TTL"
+
+    caplog.clear()
+    end_fault()
+    host.poller.tick()
+    host.poller.tick()
+    back = [r.getMessage() for r in caplog.records if r.name == "craft_apps.fleet.trouble"]
+    assert len(back) == 1 and re.fullmatch(
+        r"Craft app releases: Redis is back after 9[0-9]{2} s; .*", back[0]
+    )
+    assert 0 < fresh_redis_server.client().pttl(PHOTOCRAFT_KEY) <= 7 * 24 * 3600 * S
 
 
 def test_an_unreachable_redis_makes_the_tick_standalone(
@@ -240,31 +343,82 @@ def test_with_coordination_off_redis_is_never_touched(
     assert redis_client.exists("craftApps:releases:app:photocraft"), "with coordination on, it is used"
 
 
-def run_fleet(tmp_path: Path, github: FakeGitHub, redis_url: str | None, hosts: int = 5) -> Counter[str]:
-    """`hosts` pollers as processes, each with its own state directory, every app due at once."""
+def poller_env(
+    github: FakeGitHub, redis_url: str | None, apps: tuple[AppSpec, ...] = DEFAULT_APPS
+) -> dict[str, str]:
+    """The environment of a ``poll_craft_releases`` process of the demo site."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
     env.update(DJANGO_SETTINGS_MODULE="config.settings", CRAFT_APPS_RELEASE_GITHUB_API_URL=github.url)
+    if apps != DEFAULT_APPS:
+        env["CRAFT_APPS_RELEASE_APPS"] = ",".join(f"{a.key}={a.name}={a.repo}" for a in apps)
     if redis_url:
         env["CRAFT_APPS_REDIS_URL"] = redis_url + "?client_name=craft_apps_poller"
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "manage.py", "poll_craft_releases", "--once"],
-            cwd=ROOT,
-            # A token each: every host has its own GitHub quota, as hosts with their own IPs do.
-            env={
-                **env,
-                "CRAFT_APPS_STATE_DIR": str(tmp_path / f"host-{index}"),
-                "CRAFT_APPS_RELEASE_GITHUB_TOKEN": f"token-of-host-{index}",
-            },
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        for index in range(hosts)
-    ]
-    for process in processes:
-        _, stderr = process.communicate(timeout=60)
-        assert process.returncode == 0, stderr.decode()
+    return env
+
+
+def start_once(env: dict[str, str], state_dir: Path, index: int) -> subprocess.Popen[bytes]:
+    """A ``--once`` poller process with its own state directory and GitHub token (every host
+    has its own GitHub quota, as hosts with their own IPs do)."""
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "poll_craft_releases", "--once"],
+        cwd=ROOT,
+        env={
+            **env,
+            "CRAFT_APPS_STATE_DIR": str(state_dir),
+            "CRAFT_APPS_RELEASE_GITHUB_TOKEN": f"token-{index}",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def finish(process: subprocess.Popen[bytes]) -> None:
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr.decode()
+
+
+def run_fleet(tmp_path: Path, github: FakeGitHub, redis_url: str | None, hosts: int = 5) -> Counter[str]:
+    """`hosts` pollers as processes, each with its own state directory, every app due at once."""
+    env = poller_env(github, redis_url)
+    for process in [start_once(env, tmp_path / f"host-{index}", index) for index in range(hosts)]:
+        finish(process)
     return Counter(str(r.repo) for r in github.requests)
+
+
+def age_host_state(state_dir: Path, by_ms: int) -> None:
+    """Moves every fetch time in a stopped host's state file back, as if ``by_ms`` had passed
+    (the store itself never goes back in time, so straight in SQL)."""
+    db = sqlite3.connect(state_dir / "craft_apps_state.sqlite3")
+    try:
+        with db:
+            assert db.execute("UPDATE app_state SET fetched_ms = fetched_ms - ?", (by_ms,)).rowcount > 0
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+def test_after_a_flush_a_host_started_later_warms_up_with_every_app(
+    tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client
+):
+    """Real processes: host A shares its fetches; Redis is emptied; host A's next round gets
+    only 304s and shares its whole entries again, so host B, started later, asks GitHub nothing."""
+    apps = DEFAULT_APPS[:2]
+    env = poller_env(github, redis_server.url, apps)
+    finish(start_once(env, tmp_path / "host-a", 0))
+    assert [r.status for r in github.requests] == [200, 200]
+    redis_client.flushall()
+    age_host_state(tmp_path / "host-a", by_ms=3600 * S)
+    github.reset_requests()
+
+    finish(start_once(env, tmp_path / "host-a", 0))
+    assert [r.status for r in github.requests] == [304, 304]
+    github.reset_requests()
+    finish(start_once(env, tmp_path / "host-b", 1))
+    assert github.requests == [], "host B took every app from Redis"
+    served = StateStore(tmp_path / "host-b").read().apps
+    assert {key: s.latest_release.tag if s.latest_release else None for key, s in served.items()} == {
+        app.key: "v0.5.0" for app in apps
+    }
 
 
 @pytest.mark.slow

@@ -17,7 +17,15 @@ from redis.connection import Connection
 from craft_apps.domain import Backoff
 from craft_apps.fleet import store as shared_store
 from craft_apps.fleet.entry import APP_TTL_MS, BACKOFF_TTL_MS, SharedAppEntry, SharedFailure, SharedFetch
-from craft_apps.fleet.store import GuardedWrite, RedisTrouble, SharedStore, write_wins
+from craft_apps.fleet.store import (
+    GuardedWrite,
+    RedisOperation,
+    RedisTrouble,
+    SharedStore,
+    StoredKey,
+    WriteEffect,
+    decide_write,
+)
 from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer, free_port
 
@@ -59,10 +67,10 @@ def exercise_guarded_writes(pod_a: SharedStore, pod_b: SharedStore, admin: redis
     assert only_entry(pod_b, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(2))
 
     # A 304 moves only the time, and only for the release it revalidated.
-    assert not pod_b.write_unchanged(app, '"e1"', t(3)), "stale ETag"
-    assert not pod_b.write_unchanged(app, '"e2"', t(1)), "older than the shared fetch"
-    assert not pod_b.write_unchanged(app, "", t(3)), "no ETag to revalidate"
-    assert pod_b.write_unchanged(app, '"e2"', t(3))
+    assert not pod_b.write_unchanged(app, release("0.4.0"), '"e1"', t(3)), "stale ETag"
+    assert not pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(1)), "older than the shared fetch"
+    assert not pod_b.write_unchanged(app, release("0.5.0"), "", t(3)), "no ETag to revalidate"
+    assert pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(3))
     assert only_entry(pod_a, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(3))
 
     # Failures: the newest wins, and leave the fetch alone.
@@ -123,10 +131,102 @@ def test_a_command_denied_inside_the_script_is_trouble_not_a_refusal(
 ) -> None:
     url = redis_server.acl_user("no-hset", "pw-2", ["~*", "&*", "+@all", "-hset"])
     pod = store(redis.Redis.from_url(url, socket_timeout=5))
-    with pytest.raises(RedisTrouble, match=r"can't run this command|no permissions"):
+    with pytest.raises(RedisTrouble, match=r"may not run hset"):
         pod.claim("photocraft", t(0))
     assert not pod.scripts_refused, "WATCH/MULTI/EXEC would be denied HSET as well"
     assert pod.read(["photocraft"]) == ([None], Backoff())
+
+
+# -- another format, an emptied Redis, garbage: never adopted, filled again by a 304 ------
+
+EFFECTCRAFT = PREFIX + "app:effectcraft"
+
+
+@pytest.mark.parametrize("use_scripts", [True, False], ids=["script", "watch"])
+def test_a_hash_of_another_format_is_never_adopted_and_only_a_full_write_replaces_it(
+    redis_client: redis.Redis, use_scripts: bool
+) -> None:
+    redis_client.hset(EFFECTCRAFT, mapping={"v": "2", "fetched_ms": t(0), "etag": '"x"', "release": "null"})
+    pod = store(redis_client, use_scripts=use_scripts)
+    assert pod.read(["effectcraft"])[0] == [None]
+
+    assert pod.claim("effectcraft", t(1))
+    assert pod.write_failure("effectcraft", t(2), 1)
+    assert redis_client.hget(EFFECTCRAFT, "v") == b"2", "a claim or a failure keeps the foreign v"
+    assert pod.read(["effectcraft"])[0] == [None], "so nobody serves its release: null"
+
+    # The 304 after that read shares the whole entry, which replaces the foreign hash whole.
+    assert pod.write_unchanged("effectcraft", release("0.5.0"), '"e1"', t(3))
+    stored = redis_client.hgetall(EFFECTCRAFT)
+    assert stored.keys() == {b"v", b"fetched_ms", b"etag", b"release", b"by"}, "no foreign field kept"
+    assert only_entry(pod, "effectcraft") == SharedAppEntry(
+        fetched=SharedFetch(release("0.5.0"), '"e1"', t(3))
+    )
+
+
+@pytest.mark.parametrize("use_scripts", [True, False], ids=["script", "watch"])
+def test_after_a_flush_a_304_shares_the_whole_entry(redis_client: redis.Redis, use_scripts: bool) -> None:
+    pod_a = store(redis_client, "pod-a", use_scripts=use_scripts)
+    pod_b = store(redis_client, "pod-b", use_scripts=use_scripts)
+    assert pod_a.write_fetched("photocraft", release("0.5.0"), '"e1"', t(1))
+    redis_client.flushall()
+    assert pod_a.read(["photocraft"])[0] == [None]
+    assert pod_a.claim("photocraft", t(30))
+    assert pod_a.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30))
+    assert only_entry(pod_b, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30))
+    # Once the entry reads again, a 304 moves only the time, as long as the ETag is the shared one.
+    assert pod_b.write_unchanged("photocraft", release("0.4.0"), '"e0"', t(31)) is False
+    assert pod_b.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(32))
+    assert only_entry(pod_a, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(32))
+
+
+def test_garbage_on_an_app_that_only_gets_304s_is_replaced(redis_client: redis.Redis) -> None:
+    key = PREFIX + "app:photocraft"
+    garbage = b"x" * (10 * 1024 * 1024)
+    redis_client.hset(key, mapping={"v": "1", "fetched_ms": t(0), "etag": '"e1"', "release": garbage})
+    pod = store(redis_client)
+    assert pod.read(["photocraft"])[0] == [SharedAppEntry()], "the 10 MB release reads as absent"
+    assert pod.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30))
+    assert redis_client.hstrlen(key, "release") < 10_000
+    assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30))
+
+
+# -- no half-done write: every write or none -------------------------------------------------
+
+
+@pytest.mark.parametrize("use_scripts", [True, False], ids=["script", "watch"])
+@pytest.mark.parametrize("denied", ["pexpire", "hset", "del"])
+def test_a_denied_write_leaves_nothing_half_done(
+    redis_server: RedisServer, redis_client: redis.Redis, denied: str, use_scripts: bool
+) -> None:
+    """Redis does not undo a script's earlier writes when a later one fails: a user allowed HSET
+    but not PEXPIRE left a hash that never expires, one allowed DEL but not HSET a lost entry."""
+    url = redis_server.acl_user(f"no-{denied}", "pw-3", ["~*", "&*", "+@all", f"-{denied}"])
+    pod = store(redis.Redis.from_url(url, socket_timeout=5), use_scripts=use_scripts)
+    other = PREFIX + "app:vectorcraft"
+    redis_client.hset(EFFECTCRAFT, mapping={"v": "2", "etag": '"x"'})  # a full write must delete it
+    redis_client.hset(other, mapping={"v": "1", "claimed_ms": t(0)})
+    redis_client.pexpire(other, 5_000)
+    before = {key: (redis_client.hgetall(key), redis_client.pttl(key) > 0) for key in (EFFECTCRAFT, other)}
+
+    attempts = {
+        "claim of a new hash": lambda: pod.claim("photocraft", t(1)),
+        "claim of a hash with a TTL": lambda: pod.claim("vectorcraft", t(1)),
+        "full write over another format": lambda: pod.write_fetched("effectcraft", release(), '"e"', t(1)),
+    }
+    for what, attempt in attempts.items():
+        if denied == "del" and what != "full write over another format":
+            assert attempt(), f"{what} needs no DEL"
+            continue
+        with pytest.raises(RedisTrouble) as caught:
+            attempt()
+        assert caught.value.operation is RedisOperation.WRITE, what
+        assert pod.scripts_refused is not use_scripts, f"{what}: trouble, not a refused script"
+    if denied == "del":
+        return
+    assert redis_client.exists(PREFIX + "app:photocraft") == 0, "no hash without a TTL"
+    after = {key: (redis_client.hgetall(key), redis_client.pttl(key) > 0) for key in (EFFECTCRAFT, other)}
+    assert after == before, "what was there is left as it was"
 
 
 def test_script_flush_between_writes_is_survived(redis_client: redis.Redis) -> None:
@@ -146,80 +246,146 @@ def test_a_key_prefix_is_honoured(redis_client: redis.Redis) -> None:
     assert sorted(redis_client.keys("*")) == [b"staging:craft:app:photocraft", b"staging:craft:backoff"]
 
 
-# -- the script and write_wins decide alike -----------------------------------------------
+# -- the script, WATCH and decide_write decide alike --------------------------------------
 
 GARBAGE_TIMES = ["soon", "", "1e15", "0x7fffffffffff", " 1790000000000", "1.5", "+5", "-5", "9" * 16]
+FOREIGN = {"v": "2", "fetched_ms": t(1), "etag": '"x"', "release": "null", "claimed_ms": t(0.5)}
+Stored = dict[Any, Any] | str | None
+Case = tuple[str, Stored, str, int, int, str | None, bool, WriteEffect]
 
-CASES: list[tuple[str, dict[Any, Any] | str | None, str, int, int, str | None, bool]] = [
-    # (id, stored hash (or a string key), time field, new time, gap, required ETag, expected)
-    ("absent", None, "fetched_ms", t(2), 0, None, True),
-    ("older stored", {"fetched_ms": t(1)}, "fetched_ms", t(2), 0, None, True),
-    ("same time", {"fetched_ms": t(2)}, "fetched_ms", t(2), 0, None, True),
-    ("newer stored", {"fetched_ms": t(3)}, "fetched_ms", t(2), 0, None, False),
-    ("15 digits", {"fetched_ms": "9" * 15}, "fetched_ms", t(2), 0, None, False),
-    ("leading zeros", {"fetched_ms": "0" * 14 + "5"}, "fetched_ms", t(2), 0, None, True),
-    ("claim inside window", {"claimed_ms": t(0.5)}, "claimed_ms", t(1), 60_000, None, False),
-    ("claim 1 ms early", {"claimed_ms": t(0)}, "claimed_ms", t(1) - 1, 60_000, None, False),
-    ("claim window over", {"claimed_ms": t(0)}, "claimed_ms", t(1), 60_000, None, True),
-    ("other field newer", {"fetched_ms": t(9)}, "failed_ms", t(2), 0, None, True),
-    ("etag matches", {"fetched_ms": t(1), "etag": '"e2"'}, "fetched_ms", t(2), 0, '"e2"', True),
-    ("etag differs", {"fetched_ms": t(1), "etag": '"e1"'}, "fetched_ms", t(2), 0, '"e2"', False),
-    ("etag empty", {"fetched_ms": t(1), "etag": ""}, "fetched_ms", t(2), 0, '"e2"', False),
-    ("etag absent", {"fetched_ms": t(1)}, "fetched_ms", t(2), 0, '"e2"', False),
-    ("etag not utf-8", {"fetched_ms": t(1), "etag": b"\xff"}, "fetched_ms", t(2), 0, '"e2"', False),
-    ("etag but older", {"fetched_ms": t(3), "etag": '"e2"'}, "fetched_ms", t(2), 0, '"e2"', False),
-    ("etag, garbage time", {"fetched_ms": "x", "etag": '"e2"'}, "fetched_ms", t(2), 0, '"e2"', True),
-    ("string key", "not a hash", "fetched_ms", t(2), 0, None, True),
-    ("string key, etag", "not a hash", "fetched_ms", t(2), 0, '"e2"', False),
-    *[(f"garbage {g!r}", {"fetched_ms": g}, "fetched_ms", t(2), 0, None, True) for g in GARBAGE_TIMES],
+
+def ours(**fields: Any) -> dict[Any, Any]:
+    """A hash of this format version."""
+    return {"v": "1", **fields}
+
+
+NOTHING, HSET, KEEP_V, REPLACE = (
+    WriteEffect.NOTHING,
+    WriteEffect.HSET,
+    WriteEffect.HSET_KEEPING_VERSION,
+    WriteEffect.REPLACE,
+)
+CASES: list[Case] = [
+    # (id, stored hash (or a string key), time field, new time, gap, required ETag, full, effect)
+    ("absent", None, "fetched_ms", t(2), 0, None, False, HSET),
+    ("absent, full", None, "fetched_ms", t(2), 0, None, True, HSET),
+    ("older stored", ours(fetched_ms=t(1)), "fetched_ms", t(2), 0, None, False, HSET),
+    ("same time", ours(fetched_ms=t(2)), "fetched_ms", t(2), 0, None, False, HSET),
+    ("newer stored", ours(fetched_ms=t(3)), "fetched_ms", t(2), 0, None, False, NOTHING),
+    ("newer stored, full", ours(fetched_ms=t(3)), "fetched_ms", t(2), 0, None, True, NOTHING),
+    ("15 digits", ours(fetched_ms="9" * 15), "fetched_ms", t(2), 0, None, False, NOTHING),
+    ("leading zeros", ours(fetched_ms="0" * 14 + "5"), "fetched_ms", t(2), 0, None, False, HSET),
+    ("claim inside window", ours(claimed_ms=t(0.5)), "claimed_ms", t(1), 60_000, None, False, NOTHING),
+    ("claim 1 ms early", ours(claimed_ms=t(0)), "claimed_ms", t(1) - 1, 60_000, None, False, NOTHING),
+    ("claim window over", ours(claimed_ms=t(0)), "claimed_ms", t(1), 60_000, None, False, HSET),
+    ("other field newer", ours(fetched_ms=t(9)), "failed_ms", t(2), 0, None, False, HSET),
+    ("etag matches", ours(fetched_ms=t(1), etag='"e2"'), "fetched_ms", t(2), 0, '"e2"', False, HSET),
+    ("etag differs", ours(fetched_ms=t(1), etag='"e1"'), "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("etag empty", ours(fetched_ms=t(1), etag=""), "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("etag absent", ours(fetched_ms=t(1)), "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("etag absent, no key", None, "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("etag not utf-8", ours(fetched_ms=t(1), etag=b"\xff"), "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("etag but older", ours(fetched_ms=t(3), etag='"e2"'), "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("etag, garbage time", ours(fetched_ms="x", etag='"e2"'), "fetched_ms", t(2), 0, '"e2"', False, HSET),
+    ("string key", "not a hash", "fetched_ms", t(2), 0, None, False, REPLACE),
+    ("string key, full", "not a hash", "fetched_ms", t(2), 0, None, True, REPLACE),
+    ("string key, etag", "not a hash", "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    *[
+        (f"garbage {g!r}", ours(fetched_ms=g), "fetched_ms", t(2), 0, None, False, HSET)
+        for g in GARBAGE_TIMES
+    ],
+    # A hash of another format version: never adopted, its times guard nothing, and only a full
+    # write replaces it; a claim, a failure or a 304 leaves its `v` (so it stays unreadable).
+    ("v 2, claim", FOREIGN, "claimed_ms", t(1), 60_000, None, False, KEEP_V),
+    ("v 2, failure", FOREIGN, "failed_ms", t(2), 0, None, False, KEEP_V),
+    ("v 2, 304", FOREIGN, "fetched_ms", t(2), 0, '"x"', False, KEEP_V),
+    ("v 2, 304 other etag", FOREIGN, "fetched_ms", t(2), 0, '"e2"', False, NOTHING),
+    ("v 2, full", FOREIGN, "fetched_ms", t(2), 0, None, True, REPLACE),
+    ("v 2, full, newer stored", {**FOREIGN, "fetched_ms": t(9)}, "fetched_ms", t(2), 0, None, True, REPLACE),
+    ("no v, claim", {"claimed_ms": t(0.5), "x": "y"}, "claimed_ms", t(1), 60_000, None, False, KEEP_V),
+    ("no v, full", {"fetched_ms": t(9), "release": "x" * 1000}, "fetched_ms", t(2), 0, None, True, REPLACE),
+    ("v not utf-8, claim", {"v": b"\xff", "by": "?"}, "claimed_ms", t(1), 60_000, None, False, KEEP_V),
+    ("v ' 1', full", {"v": " 1", "etag": "e"}, "fetched_ms", t(2), 0, None, True, REPLACE),
 ]
 
 
-def _set_up(client: redis.Redis, key: str, stored: dict[Any, Any] | str | None) -> None:
+def _set_up(client: redis.Redis, key: str, stored: Stored) -> None:
     if isinstance(stored, str):
         client.set(key, stored)
     elif stored is not None:
         client.hset(key, mapping=stored)
 
 
-def _stored_fields(client: redis.Redis, key: str, time_field: str) -> tuple[Any, Any]:
+def _stored_key(client: redis.Redis, key: str, time_field: str) -> StoredKey:
+    answer = client.type(key)
+    kind = answer.decode() if isinstance(answer, bytes) else answer
+    if kind != "hash":
+        return StoredKey(kind)
+    return StoredKey(kind, *client.hmget(key, ["v", time_field, "etag"]))
+
+
+def _contents(client: redis.Redis, key: str) -> object:
     if client.type(key) != b"hash":
-        return None, None
-    time_value, etag = client.hmget(key, [time_field, "etag"])
-    return time_value, etag
+        return client.get(key)
+    contents = client.hgetall(key)
+    contents.pop(b"by", None)
+    return contents
+
+
+def _as_redis_returns(fields: dict[Any, Any]) -> dict[bytes, bytes]:
+    return {
+        (n if isinstance(n, bytes) else str(n).encode()): (v if isinstance(v, bytes) else str(v).encode())
+        for n, v in fields.items()
+    }
+
+
+def _expected_contents(stored: Stored, write: dict[str, str], effect: WriteEffect) -> object:
+    """What the key holds after ``effect`` (``by`` left out)."""
+    if effect is WriteEffect.NOTHING and not isinstance(stored, dict):
+        return stored.encode() if isinstance(stored, str) else None
+    kept = {} if effect is WriteEffect.REPLACE or not isinstance(stored, dict) else stored
+    written = {} if effect is WriteEffect.NOTHING else dict(write)
+    if effect is WriteEffect.HSET_KEEPING_VERSION:
+        written.pop("v")
+    contents = _as_redis_returns({**kept, **written})
+    contents.pop(b"by", None)
+    return contents
 
 
 @pytest.mark.parametrize(
-    ("case", "stored", "field", "new_ms", "gap_ms", "etag", "expected"), CASES, ids=[c[0] for c in CASES]
+    ("case", "stored", "field", "new_ms", "gap_ms", "etag", "full", "expected"),
+    CASES,
+    ids=[c[0] for c in CASES],
 )
-def test_script_watch_and_write_wins_decide_alike(
+def test_script_watch_and_decide_write_decide_alike(
     redis_client: redis.Redis,
     case: str,
-    stored: dict[Any, Any] | str | None,
+    stored: Stored,
     field: str,
     new_ms: int,
     gap_ms: int,
     etag: str | None,
-    expected: bool,
+    full: bool,
+    expected: WriteEffect,
 ) -> None:
-    results: dict[str, bool] = {}
+    results: dict[str, object] = {}
     hashes: dict[str, Any] = {}
     for path in ("script", "watch"):
         key = f"case:{path}"
         _set_up(redis_client, key, stored)
-        write = GuardedWrite(key, field, new_ms, {"v": "1", field: str(new_ms), "by": path}, gap_ms, etag)
+        fields = {"v": "1", field: str(new_ms), "by": path}
+        write = GuardedWrite(key, field, new_ms, fields, gap_ms, etag, full)
         if path == "script":
-            results["write_wins"] = write_wins(write, *_stored_fields(redis_client, key, field))
+            results["decide_write"] = decide_write(write, _stored_key(redis_client, key, field))
         pod = store(redis_client, use_scripts=path == "script")
         results[path] = pod.apply(write)
         assert pod.scripts_refused is (path == "watch")
-        contents = redis_client.hgetall(key) if redis_client.type(key) == b"hash" else redis_client.get(key)
-        if isinstance(contents, dict):
-            contents.pop(b"by", None)
-        hashes[path] = (contents, redis_client.pttl(key) > APP_TTL_MS - 60_000)
-    assert results == {"write_wins": expected, "script": expected, "watch": expected}
+        hashes[path] = (_contents(redis_client, key), redis_client.pttl(key) > APP_TTL_MS - 60_000)
+    written = expected is not WriteEffect.NOTHING
+    assert results == {"decide_write": expected, "script": written, "watch": written}
     assert hashes["script"] == hashes["watch"], "both paths leave the same entry"
-    assert hashes["script"][1] is expected, "a write sets the TTL; a lost one leaves it alone"
+    assert hashes["script"][0] == _expected_contents(stored, fields, expected)
+    assert hashes["script"][1] is written, "a write sets the TTL; a lost one leaves it alone"
 
 
 # -- WATCH: another writer in between ----------------------------------------------------
@@ -232,13 +398,14 @@ def test_watch_decides_again_after_another_writer_got_in(
     redis_client.hset(key, mapping={"v": "1", "fetched_ms": t(1), "etag": '"e1"', "release": "null"})
     decisions: list[bool] = []
 
-    def racing_write_wins(write: GuardedWrite, stored_time: Any, stored_etag: Any) -> bool:
+    def racing_decide_write(write: GuardedWrite, stored: StoredKey) -> WriteEffect:
         if not decisions:  # another host shares a newer fetch right after this one read
             redis_client.hset(key, mapping={"fetched_ms": t(5), "etag": '"e5"'})
-        decisions.append(write_wins(write, stored_time, stored_etag))
-        return decisions[-1]
+        effect = decide_write(write, stored)
+        decisions.append(effect is not WriteEffect.NOTHING)
+        return effect
 
-    monkeypatch.setattr(shared_store, "write_wins", racing_write_wins)
+    monkeypatch.setattr(shared_store, "decide_write", racing_decide_write)
     pod = store(redis_client, use_scripts=False)
     assert not pod.write_fetched("photocraft", release(), '"e2"', t(2))
     assert decisions == [True, False], "the first decision was dropped by EXEC, the second sees t(5)"
@@ -251,12 +418,12 @@ def test_watch_gives_up_after_three_interrupted_attempts(
     key = PREFIX + "app:photocraft"
     calls: list[int] = []
 
-    def always_interrupted(write: GuardedWrite, stored_time: Any, stored_etag: Any) -> bool:
+    def always_interrupted(write: GuardedWrite, stored: StoredKey) -> WriteEffect:
         calls.append(1)
         redis_client.hset(key, "by", f"intruder-{len(calls)}")
-        return write_wins(write, stored_time, stored_etag)
+        return decide_write(write, stored)
 
-    monkeypatch.setattr(shared_store, "write_wins", always_interrupted)
+    monkeypatch.setattr(shared_store, "decide_write", always_interrupted)
     assert not store(redis_client, use_scripts=False).claim("photocraft", t(0))
     assert len(calls) == shared_store.WATCH_ATTEMPTS == 3
     assert redis_client.hgetall(key) == {b"by": b"intruder-3"}
@@ -315,7 +482,7 @@ def test_an_unchanged_release_is_decoded_once_across_reads(
     pod = store(redis_client)
     assert pod.write_fetched("app", release("0.5.0"), '"e1"', t(1))
     first = pod.read(["app"])[0][0]
-    assert pod.write_unchanged("app", '"e1"', t(2))
+    assert pod.write_unchanged("app", release("0.5.0"), '"e1"', t(2))
     second = pod.read(["app"])[0][0]
     assert len(decoded) == 1, "the same JSON is decoded once"
     assert first is not None and second is not None and second.fetched is not None
@@ -411,8 +578,10 @@ def test_out_of_memory_is_trouble_not_a_refusal(fresh_redis_server: RedisServer)
     pod, watch_pod = store(fresh_redis_server.client()), store(fresh_redis_server.client(), use_scripts=False)
     admin.config_set("maxmemory-policy", "noeviction")
     admin.config_set("maxmemory", 1)
-    with pytest.raises(RedisTrouble, match=r"OutOfMemoryError|OOM"):
+    with pytest.raises(RedisTrouble, match=r"OutOfMemoryError|OOM") as caught:
         pod.write_fetched("photocraft", release(), '"e1"', t(1))
+    assert caught.value.operation is RedisOperation.WRITE
+    assert pod.read(["photocraft"]) == ([None], Backoff()), "reading still works"
     with pytest.raises(RedisTrouble, match=r"maxmemory|OOM|EXECABORT"):
         watch_pod.write_fetched("photocraft", release(), '"e1"', t(1))
     with pytest.raises(RedisTrouble, match=r"maxmemory|OOM|EXECABORT"):
@@ -432,8 +601,9 @@ def test_a_read_only_replica_is_trouble_not_a_refusal(fresh_redis_server: RedisS
             store(fresh_redis_server.client()),
             store(fresh_redis_server.client(), use_scripts=False),
         )
-        with pytest.raises(RedisTrouble, match=r"ReadOnlyError|read only"):
+        with pytest.raises(RedisTrouble, match=r"ReadOnlyError|read only") as caught:
             pod.claim("photocraft", t(0))
+        assert caught.value.operation is RedisOperation.WRITE
         with pytest.raises(RedisTrouble, match=r"read only|READONLY|EXECABORT"):
             watch_pod.claim("photocraft", t(0))
         assert not pod.scripts_refused

@@ -1,4 +1,4 @@
-"""The guarded-write rule in Python (``write_wins``) and telling a refused script apart from
+"""The guarded-write rule in Python (``decide_write``) and telling a refused script apart from
 Redis trouble (``is_script_refusal``), with errors built as redis-py builds them. No Redis here:
 test_shared_store.py pins both against a real server."""
 
@@ -18,7 +18,14 @@ from redis.exceptions import (
     TimeoutError,
 )
 
-from craft_apps.fleet.store import CLAIM_WINDOW_MS, GuardedWrite, is_script_refusal, write_wins
+from craft_apps.fleet.store import (
+    CLAIM_WINDOW_MS,
+    GuardedWrite,
+    StoredKey,
+    WriteEffect,
+    decide_write,
+    is_script_refusal,
+)
 from tests.fleet.helpers import t
 
 
@@ -28,38 +35,67 @@ def from_server(reply: str) -> Exception:
     return err
 
 
-def write(time_ms: int, gap_ms: int = 0, etag: str | None = None) -> GuardedWrite:
-    return GuardedWrite("k", "fetched_ms", time_ms, {"v": "1"}, min_gap_ms=gap_ms, required_etag=etag)
+def write(time_ms: int, gap_ms: int = 0, etag: str | None = None, *, full: bool = False) -> GuardedWrite:
+    return GuardedWrite(
+        "k", "fetched_ms", time_ms, {"v": "1", "by": "x"}, min_gap_ms=gap_ms, required_etag=etag, full=full
+    )
 
 
-class TestWriteWins:
+def ours(time: bytes | str | None = None, etag: bytes | str | None = None) -> StoredKey:
+    """A hash of this format version holding ``time`` in the guarding field and ``etag``."""
+    return StoredKey("hash", b"1", time, etag)
+
+
+def wins(write: GuardedWrite, stored: StoredKey) -> bool:
+    return decide_write(write, stored) is not WriteEffect.NOTHING
+
+
+class TestDecideWrite:
     def test_a_write_never_goes_back_in_time(self) -> None:
-        assert write_wins(write(t(2)), None, None), "nothing stored"
-        assert write_wins(write(t(2)), str(t(1)).encode(), None), "newer than stored"
-        assert write_wins(write(t(2)), str(t(2)), None), "the same time, as the script allows"
-        assert not write_wins(write(t(2)), str(t(3)).encode(), None), "older than stored"
+        assert decide_write(write(t(2)), StoredKey()) is WriteEffect.HSET, "nothing stored"
+        assert wins(write(t(2)), ours(str(t(1)).encode())), "newer than stored"
+        assert wins(write(t(2)), ours(str(t(2)))), "the same time, as the script allows"
+        assert not wins(write(t(2)), ours(str(t(3)).encode())), "older than stored"
+        assert not wins(write(t(2), full=True), ours(str(t(3)).encode())), "a full write as well"
 
     def test_a_claim_waits_for_the_window(self) -> None:
-        assert not write_wins(write(t(1), CLAIM_WINDOW_MS), str(t(0.5)).encode(), None)
-        assert not write_wins(write(t(1) - 1, CLAIM_WINDOW_MS), str(t(0)).encode(), None)
-        assert write_wins(write(t(1), CLAIM_WINDOW_MS), str(t(0)).encode(), None), "one window later"
+        assert not wins(write(t(1), CLAIM_WINDOW_MS), ours(str(t(0.5)).encode()))
+        assert not wins(write(t(1) - 1, CLAIM_WINDOW_MS), ours(str(t(0)).encode()))
+        assert wins(write(t(1), CLAIM_WINDOW_MS), ours(str(t(0)).encode())), "one window later"
 
     def test_a_required_etag_must_match(self) -> None:
-        assert write_wins(write(t(2), etag='"e2"'), str(t(1)).encode(), b'"e2"')
-        assert not write_wins(write(t(2), etag='"e2"'), str(t(1)).encode(), b'"e1"'), "another release"
-        assert not write_wins(write(t(2), etag='"e2"'), str(t(1)).encode(), None), "no release shared"
-        assert write_wins(write(t(2), etag=""), None, None), "empty means none required"
+        assert wins(write(t(2), etag='"e2"'), ours(str(t(1)).encode(), b'"e2"'))
+        assert not wins(write(t(2), etag='"e2"'), ours(str(t(1)).encode(), b'"e1"')), "another release"
+        assert not wins(write(t(2), etag='"e2"'), ours(str(t(1)).encode())), "no release shared"
+        assert not wins(write(t(2), etag='"e2"'), StoredKey()), "nothing stored"
+        assert wins(write(t(2), etag=""), StoredKey()), "empty means none required"
 
     @pytest.mark.parametrize("stored", [b"soon", b"", b"1.5", b" 5", b"0x10", b"1e3", b"+5", b"9" * 16])
     def test_an_unreadable_stored_time_never_blocks(self, stored: bytes) -> None:
-        assert write_wins(write(t(2)), stored, None)
+        assert wins(write(t(2)), ours(stored))
 
-    def test_bad_times_are_refused_before_any_io(self) -> None:
+    @pytest.mark.parametrize("version", [b"2", None, b"", b" 1", b"1.0", b"\xff"])
+    def test_a_hash_of_another_format_is_never_adopted(self, version: bytes | None) -> None:
+        foreign = StoredKey("hash", version, str(t(9)).encode(), b'"x"')
+        assert decide_write(write(t(2), CLAIM_WINDOW_MS), foreign) is WriteEffect.HSET_KEEPING_VERSION, (
+            "a claim or a failure keeps its v, and its times guard nothing"
+        )
+        assert decide_write(write(t(2), etag='"x"'), foreign) is WriteEffect.HSET_KEEPING_VERSION
+        assert decide_write(write(t(2), etag='"y"'), foreign) is WriteEffect.NOTHING
+        assert decide_write(write(t(2), full=True), foreign) is WriteEffect.REPLACE, "only a full write"
+
+    def test_a_key_of_another_type_is_replaced(self) -> None:
+        assert decide_write(write(t(2)), StoredKey("string")) is WriteEffect.REPLACE
+        assert decide_write(write(t(2), full=True), StoredKey("list")) is WriteEffect.REPLACE
+        assert decide_write(write(t(2), etag='"e"'), StoredKey("string")) is WriteEffect.NOTHING
+
+    def test_bad_writes_are_refused_before_any_io(self) -> None:
         for time_ms, gap_ms in [(0, 0), (-1, 0), (10**15, 0), (t(1), -1)]:
             with pytest.raises(ValueError):
                 write(time_ms, gap_ms)
-        with pytest.raises(ValueError):
-            GuardedWrite("k", "fetched_ms", t(1), {})
+        for fields in [{}, {"v": "1"}, {"by": "x"}]:
+            with pytest.raises(ValueError):
+                GuardedWrite("k", "fetched_ms", t(1), fields)
 
 
 REFUSALS = [
@@ -109,6 +145,11 @@ NOT_REFUSALS = [
         "a32970f28f7e83f8e63d301845c0b2a16df7238c, on @user_script:1."
     ),
     from_server("NOPERM this user has no permissions to run the 'hset' command"),
+    # The guarded-write script's own answer when the ACL denies one of its writes.
+    from_server(
+        "NOPERM this user may not run pexpire on the shared release key "
+        "craftApps:releases:app:photocraft; nothing was written"
+    ),
     from_server("NOPERM this user has no permissions to access one of the keys used as arguments"),
     from_server(
         "WRONGTYPE Operation against a key holding the wrong kind of value script: "
