@@ -125,12 +125,27 @@ class Notice(models.Model):
         raise NotImplementedError
 
 
-def _must_differ(old: str, new: str) -> None:
-    if old and old == new:
-        raise ValidationError({"new_name": "The new name is the same as the old one; write the new name."})
+class _Rename(Notice):
+    """An ``old_name`` that became ``new_name`` (the concrete classes define both)."""
+
+    old_name: str
+    new_name: str
+
+    class Meta(Notice.Meta):
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.old_name} → {self.new_name}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.old_name and self.old_name == self.new_name:
+            raise ValidationError(
+                {"new_name": "The new name is the same as the old one; write the new name."}
+            )
 
 
-class AppRename(Notice):
+class AppRename(_Rename):
     old_name = models.CharField(
         max_length=APP_NAME_MAX,
         validators=[single_line, no_surrounding_space],
@@ -152,11 +167,8 @@ class AppRename(Notice):
     objects = NoticeQuerySet.as_manager()
     kind = "app_renames"
 
-    class Meta(Notice.Meta):
+    class Meta(_Rename.Meta):
         verbose_name = "app rename"
-
-    def __str__(self) -> str:
-        return f"{self.old_name} → {self.new_name}"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         self.derive()
@@ -168,9 +180,8 @@ class AppRename(Notice):
         self.new_name_lower = (self.new_name or "").lower()
 
     def clean(self) -> None:
-        super().clean()
         self.derive()
-        _must_differ(self.old_name, self.new_name)
+        super().clean()
 
     def to_item(self) -> AppRenameItem:
         self.derive()
@@ -184,7 +195,7 @@ class AppRename(Notice):
         )
 
 
-class RepoRename(Notice):
+class RepoRename(_Rename):
     old_name = models.CharField(
         max_length=REPO_MAX,
         validators=[repository],
@@ -200,15 +211,8 @@ class RepoRename(Notice):
     objects = NoticeQuerySet.as_manager()
     kind = "repo_renames"
 
-    class Meta(Notice.Meta):
+    class Meta(_Rename.Meta):
         verbose_name = "repository rename"
-
-    def __str__(self) -> str:
-        return f"{self.old_name} → {self.new_name}"
-
-    def clean(self) -> None:
-        super().clean()
-        _must_differ(self.old_name, self.new_name)
 
     def to_item(self) -> RepoRenameItem:
         return RepoRenameItem(old_name=self.old_name, new_name=self.new_name, renamed_at=self.renamed_at)
