@@ -3,18 +3,32 @@
 ``redis_server``: one real redis-server per test session (per xdist worker); ``redis_client``:
 a client of it, the server FLUSHALLed (and its scripts flushed) before each test;
 ``fresh_redis_server``: a server of the test's own, for tests that kill, pause, reconfigure it.
+Django's test database is the site's engine (``DJANGO_DB_ENGINE``, see config/settings.py); a
+SQLite one is a file (never ``:memory:``) so that other processes can open it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
 from craft_apps.testing.clock import FakeClock
 from tests.fleet.server import RedisServer, RedisServerMissing
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from django.conf import settings
+
+    database: dict[str, Any] = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        database.setdefault("TEST", {})["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
 
 
 @pytest.fixture

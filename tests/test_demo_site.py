@@ -121,6 +121,8 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     assert "craft_apps/py.typed" in names
     assert "craft_apps/management/commands/poll_craft_releases.py" in names
     assert "craft_apps/testing/fake_github.py" in names
+    assert "craft_apps/migrations/0001_notices.py" in names
+    assert "craft_apps/templates/admin/craft_apps/change_list.html" in names
     assert not any(name.startswith(("config/", "tests/")) for name in names)
 
 
@@ -172,3 +174,24 @@ def test_under_gunicorn_no_password_is_logged_and_a_bad_host_is_one_warning_line
         "You may need to add 'evil.example' to ALLOWED_HOSTS."
     )
     assert " WARNING django.security.DisallowedHost: Invalid HTTP_HOST header: " in bad_hosts[1]
+
+
+def test_the_demo_site_migrates_a_fresh_database_for_the_notices_and_their_admin(tmp_path: Path):
+    env = {
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_DB_NAME": str(tmp_path / "demo.sqlite3"),
+        "CRAFT_APPS_STATE_DIR": str(tmp_path / "state"),
+        "PATH": "/usr/bin:/bin",
+    }
+    script = (
+        "import django, json; django.setup();"
+        "from django.core.management import call_command; call_command('migrate', verbosity=0);"
+        "from django.test import Client; from django.contrib.auth.models import User;"
+        "client = Client(HTTP_HOST='localhost');"
+        "client.force_login(User.objects.create(username='op', is_staff=True, is_superuser=True));"
+        "print(client.get('/admin/craft_apps/alert/').status_code)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "200", out.stderr

@@ -26,9 +26,13 @@ LAYERS: dict[str, int] = {
     "github": 3,
     "host": 3,
     "fleet": 3,
+    "notices": 3,  # the renames and notices in the site's database; the api side reads them
     "polling": 4,
     "api": 4,
+    "models": 4,  # where Django looks for notices' models
+    "migrations": 4,
     "checks": 5,
+    "admin": 5,  # previews with the api's serializers
     "urls": 5,
     "apps": 6,
     "management": 6,

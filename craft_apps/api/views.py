@@ -30,6 +30,8 @@ from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
 from craft_apps.host.store import StateStore, StateUnavailable
+from craft_apps.notices import feed as notices_feed
+from craft_apps.notices.items import NO_NOTICES, Notices
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +46,8 @@ class EncodedAnswer:
     etag: str
 
 
-def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
-    response: dict[str, Any] = {
-        "success": True,
-        "release_info": release_info,
-        "app_renames": [],
-        "repo_renames": [],
-        "important_notices": {"announcements": [], "alerts": []},
-    }
+def encode_answer(release_info: ReleaseInfo, notices: Notices = NO_NOTICES) -> EncodedAnswer:
+    response: dict[str, Any] = {"success": True, "release_info": release_info, **notices.contract()}
     data = GetCraftAppsReleaseInfoResponseSerializer(response).data
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return EncodedAnswer(
@@ -75,7 +71,7 @@ class AnswerCache:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._stores: dict[Path, StateStore] = {}
-        self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...]] | None = None
+        self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...], Notices] | None = None
         self._answer: EncodedAnswer | None = None  # the last good one
         self._failure: str | None = None
         # What was served last, and until when it stands without a look.
@@ -96,24 +92,25 @@ class AnswerCache:
 
     def _look(self, state_dir: Path, apps: tuple[AppSpec, ...]) -> EncodedAnswer:
         store = self._store(state_dir)
+        notices = notices_feed.feed.current()  # the database at most once a second; never raises
         try:
             marker = store.version_marker()
-            if self._key == (store.path, marker, apps) and self._answer is not None:
+            if self._key == (store.path, marker, apps, notices) and self._answer is not None:
                 return self._answer
             snapshot = store.read()
         except StateUnavailable as err:
-            return self._fallback(apps, str(err))
+            return self._fallback(apps, str(err), notices)
         except Exception as err:  # the endpoint never fails, whatever the state file does
-            return self._fallback(apps, f"{type(err).__name__}: {err}")
-        answer = encode_answer(build_release_info(apps, snapshot.apps))
+            return self._fallback(apps, f"{type(err).__name__}: {err}", notices)
+        answer = encode_answer(build_release_info(apps, snapshot.apps), notices)
         with self._lock:
-            self._key, self._answer = (store.path, (marker[0], snapshot.version), apps), answer
+            self._key, self._answer = (store.path, (marker[0], snapshot.version), apps, notices), answer
             if self._failure is not None:
                 logger.info("Craft apps state file is readable again: %s", store.path)
                 self._failure = None
         return answer
 
-    def _fallback(self, apps: tuple[AppSpec, ...], reason: str) -> EncodedAnswer:
+    def _fallback(self, apps: tuple[AppSpec, ...], reason: str, notices: Notices) -> EncodedAnswer:
         with self._lock:
             if self._failure != reason:
                 self._failure = reason
@@ -124,7 +121,7 @@ class AnswerCache:
                 )
             if self._answer is not None:
                 return self._answer
-        return encode_answer(build_release_info(apps, dict[str, AppState]()))
+        return encode_answer(build_release_info(apps, dict[str, AppState]()), notices)
 
     def _store(self, state_dir: Path) -> StateStore:
         store = self._stores.get(state_dir)
@@ -137,6 +134,7 @@ class AnswerCache:
         """Forgets everything (tests)."""
         with self._lock:
             self._key, self._answer, self._failure, self._served = None, None, None, None
+        notices_feed.feed.clear()
 
 
 answers = AnswerCache()

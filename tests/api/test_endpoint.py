@@ -238,9 +238,9 @@ def test_an_unchanged_state_is_neither_read_nor_serialized_again(site: Path, cli
     calls: list[str] = []
     real_encode = views.encode_answer
 
-    def counting_encode(info):
+    def counting_encode(info, *notices):
         calls.append("encode")
-        return real_encode(info)
+        return real_encode(info, *notices)
 
     monkeypatch.setattr(views, "encode_answer", counting_encode)
     first = client.get(URL).content

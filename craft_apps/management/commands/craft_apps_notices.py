@@ -1,0 +1,65 @@
+"""``python manage.py craft_apps_notices export FILE`` / ``import FILE`` (``-``: stdout / stdin).
+
+Export writes every rename, announcement and alert as JSON. Import makes the database hold
+exactly the file's items, each validated as the admin validates it, all or nothing; the
+problems are listed one per line and nothing is written. ``--dry-run`` says what an import
+would do without doing it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from craft_apps.notices.transfer import ImportRefused, export_notices, import_notices
+
+
+class Command(BaseCommand):
+    help = "Exports or imports the renames and notices launchers receive (JSON)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("action", choices=["export", "import"])
+        parser.add_argument("file", help="The JSON file; - for standard output (export) or input (import).")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="import: check the file and say what would change."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["action"] == "export":
+            self._export(options["file"])
+        else:
+            self._import(options["file"], dry_run=bool(options["dry_run"]))
+
+    def _export(self, file: str) -> None:
+        text = json.dumps(export_notices(), ensure_ascii=False, indent=2) + "\n"
+        if file == "-":
+            self.stdout.write(text, ending="")
+            return
+        try:
+            Path(file).write_text(text, encoding="utf-8")
+        except OSError as err:
+            raise CommandError(f"Can't write {file}: {err.strerror or err}") from None
+
+    def _import(self, file: str, dry_run: bool) -> None:
+        source = "standard input" if file == "-" else file
+        try:
+            text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+            document = json.loads(text)
+        except OSError as err:
+            raise CommandError(f"Can't read {file}: {err.strerror or err}") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise CommandError(f"{source} is not JSON (UTF-8): {err}") from None
+        try:
+            report = import_notices(document, dry_run=dry_run)
+        except ImportRefused as refused:
+            for problem in refused.problems:
+                self.stderr.write(problem)
+            raise CommandError(
+                f"Nothing imported: {len(refused.problems)} problem(s) in {source}, listed above."
+            ) from None
+        prefix = "Dry run, nothing written: " if dry_run else "Imported: "
+        self.stdout.write(prefix + report.summary())

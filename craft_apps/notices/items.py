@@ -1,0 +1,143 @@
+"""What launchers receive, and when: the contract's four item types and the publish-window rule.
+
+Plain frozen values (no Django), so the endpoint can compare and keep them, and the rule that
+decides whether an item is served is one function every caller uses (the feed, the admin's
+column and filter, the preview).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class Visibility(enum.Enum):
+    SERVED = "served now"
+    SCHEDULED = "scheduled"
+    EXPIRED = "expired"
+    UNPUBLISHED = "unpublished"
+
+
+@dataclass(frozen=True)
+class Window:
+    """When an item is served: published, from ``visible_from`` (inclusive) until
+    ``visible_until`` (exclusive; None: no end)."""
+
+    published: bool
+    visible_from: datetime
+    visible_until: datetime | None
+
+    def visibility(self, now: datetime) -> Visibility:
+        if not self.published:
+            return Visibility.UNPUBLISHED
+        if now < self.visible_from:
+            return Visibility.SCHEDULED
+        if self.visible_until is not None and now >= self.visible_until:
+            return Visibility.EXPIRED
+        return Visibility.SERVED
+
+    def next_change(self, now: datetime) -> datetime | None:
+        """The first instant after ``now`` at which ``visibility`` changes by itself."""
+        if not self.published:
+            return None
+        if now < self.visible_from:
+            return self.visible_from
+        if self.visible_until is not None and now < self.visible_until:
+            return self.visible_until
+        return None
+
+
+@dataclass(frozen=True)
+class AppRenameItem:
+    old_name: str
+    old_name_lower: str
+    new_name: str
+    new_name_lower: str
+    description: str
+    renamed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class RepoRenameItem:
+    old_name: str
+    new_name: str
+    renamed_at: datetime | None
+
+
+@dataclass(frozen=True)
+class AnnouncementItem:
+    title: str
+    body: str
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class AlertItem:
+    title: str
+    body: str
+    maybe_web_link: str | None
+    created_at: datetime | None
+
+
+@dataclass(frozen=True)
+class Notices:
+    """The served items of each kind, newest first. Compared by value: equal notices encode to
+    equal bytes."""
+
+    app_renames: tuple[AppRenameItem, ...] = ()
+    repo_renames: tuple[RepoRenameItem, ...] = ()
+    announcements: tuple[AnnouncementItem, ...] = ()
+    alerts: tuple[AlertItem, ...] = ()
+
+    def contract(self) -> dict[str, Any]:
+        """The answer's ``app_renames``, ``repo_renames`` and ``important_notices``, for the
+        response serializer."""
+        return {
+            "app_renames": list(self.app_renames),
+            "repo_renames": list(self.repo_renames),
+            "important_notices": {"announcements": list(self.announcements), "alerts": list(self.alerts)},
+        }
+
+    def __len__(self) -> int:
+        return len(self.app_renames) + len(self.repo_renames) + len(self.announcements) + len(self.alerts)
+
+
+NO_NOTICES = Notices()
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """Every published, not yet expired item of each kind with its window, newest first: all
+    the feed needs to know what to serve at any instant until the next edit."""
+
+    app_renames: tuple[tuple[Window, AppRenameItem], ...] = ()
+    repo_renames: tuple[tuple[Window, RepoRenameItem], ...] = ()
+    announcements: tuple[tuple[Window, AnnouncementItem], ...] = ()
+    alerts: tuple[tuple[Window, AlertItem], ...] = ()
+
+    def served(self, now: datetime) -> Notices:
+        return Notices(
+            app_renames=_served(self.app_renames, now),
+            repo_renames=_served(self.repo_renames, now),
+            announcements=_served(self.announcements, now),
+            alerts=_served(self.alerts, now),
+        )
+
+    def next_change(self, now: datetime) -> datetime | None:
+        """When ``served`` changes by itself next (a window opens or closes); None: never."""
+        windows: Iterable[Window] = (
+            window
+            for kind in (self.app_renames, self.repo_renames, self.announcements, self.alerts)
+            for window, _ in kind
+        )
+        changes = [change for window in windows if (change := window.next_change(now)) is not None]
+        return min(changes, default=None)
+
+
+def _served(pairs: tuple[tuple[Window, T], ...], now: datetime) -> tuple[T, ...]:
+    return tuple(item for window, item in pairs if window.visibility(now) is Visibility.SERVED)

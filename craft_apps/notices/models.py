@@ -1,0 +1,294 @@
+"""The tables operators edit: app renames, repository renames, announcements and alerts.
+
+Each item has the contract's fields plus a publish window (``published``, ``visible_from``,
+optional ``visible_until``); ``items.Window`` decides what is served. Every rule an item must
+follow is in ``full_clean`` (field validators and ``clean``), which the admin's form and the
+import both call. Every write (save, delete, queryset update, bulk create or update) bumps the
+one-row ``NoticesVersion`` in the same transaction: the web processes look only at that number
+to learn that something changed.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator, RegexValidator, URLValidator
+from django.db import models, router
+from django.db.models import F
+from django.db.models.signals import post_delete, post_save
+from django.utils import timezone
+
+from craft_apps.notices.items import AlertItem, AnnouncementItem, AppRenameItem, RepoRenameItem, Window
+
+# Bounds (characters). A GitHub owner has at most 39 and a repository name at most 100.
+APP_NAME_MAX = 64
+DESCRIPTION_MAX = 500
+REPO_MAX = 39 + 1 + 100
+TITLE_MAX = 120
+BODY_MAX = 4000
+LINK_MAX = 500
+
+_M = TypeVar("_M", bound=models.Model)
+
+single_line = RegexValidator(
+    r"^[^\r\n\t]*\Z",
+    "Keep it on one line: remove line breaks and tabs.",
+)
+no_surrounding_space = RegexValidator(
+    r"^(?!\s)(?s:.*\S)?\Z",
+    "Remove the spaces at the start or the end.",
+)
+repository = RegexValidator(
+    r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}\Z",
+    "Write the repository as organization/project (letters, digits, '-', '_', '.'), "
+    "such as storytold/docucraft.",
+)
+https_url = URLValidator(
+    schemes=["https"],
+    message="Enter a full https:// address the launcher can open, such as https://example.com/notes "
+    "(http and other schemes are refused).",
+)
+
+
+def bump_version(using: str) -> None:
+    """Tells every web process that the notices changed (in the caller's transaction)."""
+    versions = NoticesVersion.objects.using(using)
+    if versions.filter(pk=1).update(version=F("version") + 1):
+        return
+    # The row is missing (a flushed database): a recreated row starts from the clock, so it
+    # never repeats a number a process may have kept.
+    versions.bulk_create([NoticesVersion(pk=1, version=time.time_ns())], ignore_conflicts=True)
+    versions.filter(pk=1).update(version=F("version") + 1)
+
+
+class NoticeQuerySet(models.QuerySet[_M]):
+    """Bulk writes send no signals: these bump the version themselves."""
+
+    def update(self, **kwargs: Any) -> int:
+        changed = super().update(**kwargs)
+        bump_version(self.db)
+        return changed
+
+    def bulk_create(self, objs: Any, *args: Any, **kwargs: Any) -> list[_M]:
+        created = super().bulk_create(objs, *args, **kwargs)
+        bump_version(self.db)
+        return created
+
+    def bulk_update(self, objs: Any, *args: Any, **kwargs: Any) -> int:
+        changed = super().bulk_update(objs, *args, **kwargs)
+        bump_version(self.db)
+        return changed
+
+
+def _bounded_text(max_length: int, **kwargs: Any) -> models.TextField[str, str]:
+    """A multi-line text the model itself bounds (a TextField's max_length binds only forms)."""
+    return models.TextField(max_length=max_length, validators=[MaxLengthValidator(max_length)], **kwargs)
+
+
+class Notice(models.Model):
+    """The publish window every item has."""
+
+    published = models.BooleanField(
+        default=False, help_text="Served only when ticked (and inside the window below)."
+    )
+    visible_from = models.DateTimeField(
+        default=timezone.now, help_text="Served from this instant (UTC in exports)."
+    )
+    visible_until = models.DateTimeField(
+        null=True, blank=True, help_text="Served until this instant; empty: until unpublished."
+    )
+
+    # The contract list this kind is served in, and its export key.
+    kind: ClassVar[str]
+
+    class Meta:
+        abstract = True
+        ordering = ("-visible_from", "-id")  # newest first, stable
+
+    def window(self) -> Window:
+        return Window(self.published, self.visible_from, self.visible_until)
+
+    def clean(self) -> None:
+        super().clean()
+        if (
+            self.visible_until is not None
+            and self.visible_from is not None
+            and self.visible_until <= self.visible_from
+        ):
+            raise ValidationError(
+                {"visible_until": "Must be later than “visible from”; leave it empty for no end."}
+            )
+
+    def to_item(self) -> Any:
+        raise NotImplementedError
+
+
+class _Rename(Notice):
+    """An ``old_name`` that became ``new_name`` (the concrete classes define both)."""
+
+    old_name: str
+    new_name: str
+
+    class Meta(Notice.Meta):
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.old_name} → {self.new_name}"
+
+    def clean(self) -> None:
+        super().clean()
+        if self.old_name and self.old_name == self.new_name:
+            raise ValidationError(
+                {"new_name": "The new name is the same as the old one; write the new name."}
+            )
+
+
+class AppRename(_Rename):
+    old_name = models.CharField(
+        max_length=APP_NAME_MAX,
+        validators=[single_line, no_surrounding_space],
+        help_text=f"The name launchers know (PdfCraft); at most {APP_NAME_MAX} characters.",
+    )
+    old_name_lower = models.CharField(max_length=3 * APP_NAME_MAX, blank=True, editable=False)
+    new_name = models.CharField(
+        max_length=APP_NAME_MAX,
+        validators=[single_line, no_surrounding_space],
+        help_text=f"The new name (DocuCraft); at most {APP_NAME_MAX} characters.",
+    )
+    new_name_lower = models.CharField(max_length=3 * APP_NAME_MAX, blank=True, editable=False)
+    description = _bounded_text(
+        DESCRIPTION_MAX,
+        help_text=f"A sentence or two shown beside the rename; at most {DESCRIPTION_MAX} characters.",
+    )
+    renamed_at = models.DateTimeField(null=True, blank=True, help_text="When it was renamed (optional).")
+
+    objects = NoticeQuerySet.as_manager()
+    kind = "app_renames"
+
+    class Meta(_Rename.Meta):
+        verbose_name = "app rename"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.derive()
+        super().save(*args, **kwargs)
+
+    def derive(self) -> None:
+        """The lowercase names are derived from the names, never typed."""
+        self.old_name_lower = (self.old_name or "").lower()
+        self.new_name_lower = (self.new_name or "").lower()
+
+    def clean(self) -> None:
+        self.derive()
+        super().clean()
+
+    def to_item(self) -> AppRenameItem:
+        self.derive()
+        return AppRenameItem(
+            old_name=self.old_name,
+            old_name_lower=self.old_name_lower,
+            new_name=self.new_name,
+            new_name_lower=self.new_name_lower,
+            description=self.description,
+            renamed_at=self.renamed_at,
+        )
+
+
+class RepoRename(_Rename):
+    old_name = models.CharField(
+        max_length=REPO_MAX,
+        validators=[repository],
+        help_text="The repository before, organization/project (storytold/pdfcraft).",
+    )
+    new_name = models.CharField(
+        max_length=REPO_MAX,
+        validators=[repository],
+        help_text="The repository after, organization/project (storytold/docucraft).",
+    )
+    renamed_at = models.DateTimeField(null=True, blank=True, help_text="When it moved (optional).")
+
+    objects = NoticeQuerySet.as_manager()
+    kind = "repo_renames"
+
+    class Meta(_Rename.Meta):
+        verbose_name = "repository rename"
+
+    def to_item(self) -> RepoRenameItem:
+        return RepoRenameItem(old_name=self.old_name, new_name=self.new_name, renamed_at=self.renamed_at)
+
+
+class _Message(Notice):
+    title = models.CharField(
+        max_length=TITLE_MAX,
+        validators=[single_line, no_surrounding_space],
+        help_text=f"One line, at most {TITLE_MAX} characters.",
+    )
+    body = _bounded_text(BODY_MAX, help_text=f"At most {BODY_MAX} characters.")
+    created_at = models.DateTimeField(
+        null=True, blank=True, default=timezone.now, help_text="The date launchers show (optional)."
+    )
+
+    class Meta(Notice.Meta):
+        abstract = True
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Announcement(_Message):
+    objects = NoticeQuerySet.as_manager()
+    kind = "announcements"
+
+    class Meta(_Message.Meta):
+        verbose_name = "announcement"
+
+    def to_item(self) -> AnnouncementItem:
+        return AnnouncementItem(title=self.title, body=self.body, created_at=self.created_at)
+
+
+class Alert(_Message):
+    maybe_web_link = models.CharField(
+        max_length=LINK_MAX,
+        blank=True,
+        validators=[https_url],
+        help_text=f"A page the popup offers to open (https only, at most {LINK_MAX} characters; optional).",
+    )
+
+    objects = NoticeQuerySet.as_manager()
+    kind = "alerts"
+
+    class Meta(_Message.Meta):
+        verbose_name = "alert"
+
+    def to_item(self) -> AlertItem:
+        return AlertItem(
+            title=self.title,
+            body=self.body,
+            maybe_web_link=self.maybe_web_link or None,
+            created_at=self.created_at,
+        )
+
+
+class NoticesVersion(models.Model):
+    """One row whose number changes with every write to the notices: the cheap marker the web
+    processes look at (at most once a second) instead of the items."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    version = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"notices version {self.version}"
+
+
+# In the contract's order; the feed, the export and the admin go through this.
+NOTICE_MODELS: tuple[type[Notice], ...] = (AppRename, RepoRename, Announcement, Alert)
+
+
+def _changed(sender: type[Notice], using: str | None = None, **kwargs: Any) -> None:
+    bump_version(using or router.db_for_write(sender))
+
+
+for _model in NOTICE_MODELS:
+    post_save.connect(_changed, sender=_model, dispatch_uid=f"craft_apps.notices.{_model.__name__}.save")
+    post_delete.connect(_changed, sender=_model, dispatch_uid=f"craft_apps.notices.{_model.__name__}.delete")

@@ -1,0 +1,160 @@
+"""`manage.py craft_apps_notices export|import`: every item as JSON, import validated like the
+admin, all or nothing, and an export imported again changing nothing."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from craft_apps.notices.feed import read_version
+from craft_apps.notices.models import Alert, Announcement, AppRename, RepoRename
+from craft_apps.notices.transfer import export_notices
+from tests.notices.support import alert, announcement, app_rename, repo_rename
+
+pytestmark = pytest.mark.django_db
+
+
+def some_items() -> None:
+    app_rename()
+    repo_rename(published=False)
+    announcement(visible_until=None)
+    alert(maybe_web_link="")
+    alert(title="Second", visible_until=None)
+
+
+def export(tmp_path: Path) -> Path:
+    path = tmp_path / "notices.json"
+    call_command("craft_apps_notices", "export", str(path))
+    return path
+
+
+def run_import(source: str, stdin: str | None = None, monkeypatch=None) -> str:
+    out = io.StringIO()
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    call_command("craft_apps_notices", "import", source, stdout=out, stderr=out)
+    return out.getvalue()
+
+
+def test_the_export_lists_every_item_with_its_id(tmp_path: Path):
+    some_items()
+    document = json.loads(export(tmp_path).read_text())
+    assert document["format"] == "craft_apps_notices" and document["version"] == 1
+    assert [len(document[k]) for k in ("app_renames", "repo_renames", "announcements", "alerts")] == [
+        1,
+        1,
+        1,
+        2,
+    ]
+    assert document["app_renames"][0] == {
+        "id": AppRename.objects.get().pk,
+        "published": True,
+        "visible_from": "2026-09-21T13:13:20Z",
+        "visible_until": None,
+        "old_name": "PdfCraft",
+        "new_name": "DocuCraft",
+        "description": "PdfCraft is now DocuCraft: same app, new name.",
+        "renamed_at": "2026-09-01T08:00:00.250000Z",
+    }
+    assert document["alerts"][0]["maybe_web_link"] is None
+
+
+def test_an_export_imported_again_changes_nothing(tmp_path: Path):
+    some_items()
+    path = export(tmp_path)
+    version = read_version("default")
+    out = run_import(str(path))
+    assert "0 added, 0 changed, 0 deleted, 2 unchanged" in out  # the alerts
+    assert read_version("default") == version, "not even the version marker moved"
+    assert export_notices() == json.loads(path.read_text())
+
+
+def test_an_import_makes_the_database_hold_exactly_the_file(tmp_path: Path, monkeypatch):
+    some_items()
+    document = json.loads(export(tmp_path).read_text())
+    Alert.objects.all().delete()
+    RepoRename.objects.all().delete()
+    announcement(title="Not in the file")
+    document["app_renames"][0]["new_name"] = "DocuCraft Pro"
+    out = run_import("-", stdin=json.dumps(document), monkeypatch=monkeypatch)
+    assert "app_renames: 0 added, 1 changed" in out
+    assert "announcements: 0 added, 0 changed, 1 deleted, 1 unchanged" in out
+    assert "alerts: 2 added" in out
+    assert export_notices() == document
+    assert AppRename.objects.get().new_name_lower == "docucraft pro", "derived on import too"
+
+
+def test_after_importing_ids_the_admin_still_gets_new_ones(tmp_path: Path, monkeypatch):
+    document = {"format": "craft_apps_notices", "version": 1, "alerts": []}
+    document["alerts"] = [
+        {"id": pk, "title": f"A{pk}", "body": "b", "visible_from": "2026-09-01T00:00:00Z"} for pk in (7, 40)
+    ]
+    run_import("-", stdin=json.dumps(document), monkeypatch=monkeypatch)
+    assert alert().pk > 40  # on PostgreSQL this needs the id sequence moved past the file's ids
+
+
+def test_a_bad_file_is_refused_whole_with_every_problem_on_its_own_line(tmp_path: Path, monkeypatch):
+    some_items()
+    before = export_notices()
+    version = read_version("default")
+    document = json.loads(json.dumps(before))
+    document["alerts"][0]["maybe_web_link"] = "http://example.com"
+    document["alerts"][1]["visible_from"] = "2026-09-01 12:00"  # no zone
+    document["app_renames"][0]["colour"] = "red"
+    document["announcements"].append({"id": 999, "title": "", "body": "b"})
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(document)))
+    with pytest.raises(
+        CommandError, match=r"^Nothing imported: 4 problem\(s\) in standard input, listed above\.$"
+    ):
+        call_command("craft_apps_notices", "import", "-", stderr=err)
+    lines = err.getvalue().splitlines()
+    alert_ids = [a["id"] for a in document["alerts"]]
+    assert lines == [
+        f"app_renames[0] (id {document['app_renames'][0]['id']}): unknown fields colour",
+        "announcements[1] (id 999): title: This field cannot be blank.",
+        f"alerts[0] (id {alert_ids[0]}): maybe_web_link: Enter a full https:// address the launcher "
+        "can open, such as https://example.com/notes (http and other schemes are refused).",
+        f"alerts[1] (id {alert_ids[1]}): visible_from: '2026-09-01 12:00' is not an instant with its zone; "
+        "write it like 2026-10-08T14:52:50Z.",
+    ]
+    assert export_notices() == before
+    assert read_version("default") == version
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "standard input is not JSON (UTF-8): Expecting value: line 1 column 1 (char 0)"),
+        ("[]", "Nothing imported: 1 problem(s)"),
+    ],
+)
+def test_what_is_not_an_export_is_refused(content: str, message: str, monkeypatch):
+    announcement()
+    monkeypatch.setattr("sys.stdin", io.StringIO(content))
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call_command("craft_apps_notices", "import", "-", stderr=io.StringIO())
+    assert Announcement.objects.count() == 1
+
+
+def test_a_missing_file_is_named(tmp_path: Path):
+    with pytest.raises(CommandError, match=r"Can't read .*missing\.json: No such file or directory"):
+        call_command("craft_apps_notices", "import", str(tmp_path / "missing.json"))
+
+
+def test_export_to_standard_output_and_a_dry_run_writes_nothing(monkeypatch):
+    some_items()
+    out = io.StringIO()
+    call_command("craft_apps_notices", "export", "-", stdout=out)
+    document = json.loads(out.getvalue())
+    document["alerts"] = []
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(document)))
+    said = io.StringIO()
+    call_command("craft_apps_notices", "import", "-", "--dry-run", stdout=said)
+    assert said.getvalue().startswith("Dry run, nothing written: ")
+    assert "alerts: 0 added, 0 changed, 2 deleted" in said.getvalue()
+    assert Alert.objects.count() == 2

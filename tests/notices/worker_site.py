@@ -1,0 +1,24 @@
+"""The demo site as the two-worker test runs it: each answer says which worker process made it,
+and each log line carries the process id."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+from config.settings import *  # noqa: F403
+from config.settings import LOGGING, MIDDLEWARE
+
+MIDDLEWARE = [*MIDDLEWARE, "tests.notices.worker_site.worker_pid"]
+LOGGING["formatters"]["plain"]["format"] = "%(process)d %(levelname)s %(name)s: %(message)s"  # type: ignore[index]
+
+
+def worker_pid(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        response["X-Worker-Pid"] = str(os.getpid())
+        return response
+
+    return middleware
