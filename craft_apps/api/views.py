@@ -42,6 +42,7 @@ class EncodedAnswer:
     body: bytes
     cache_control: str
     etag: str
+    release_info: ReleaseInfo  # what it encodes: the downloads read it (api.downloads, api.pages)
 
 
 def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
@@ -58,6 +59,7 @@ def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
         body=body,
         cache_control=CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE,
         etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
+        release_info=release_info,
     )
 
 
