@@ -1,11 +1,13 @@
-"""The endpoint under load, beside a bare Django view and nginx serving the same bytes.
+"""The endpoint under load, beside a bare Django view and nginx serving the same bytes, and the
+downloads page and a download redirect, which read the same per-process answer.
 
 The demo site runs under gunicorn (one sync worker per core, no debug) on a state file filled
 with the 13 demo releases (a dozen assets each, a few KiB of notes). One load generator (wrk, or
 the built-in Python one where wrk is missing) hits, in turn: our endpoint; a bare Django view on
 the same server returning the same bytes (``bench.site_urls``); the same JSON as a static file
 under nginx (the practical ceiling; Python's http.server stands in where nginx is missing, and
-is labelled so); and our endpoint again while a writer holding the poller's lease publishes a
+is labelled so); the downloads page (``/craft_apps/downloads/``, one rendered variant) and a
+download redirect (a ``302``); and our endpoint again while a writer holding the poller's lease publishes a
 change to the state file every second. Every server is started here on a free port and stopped
 before returning.
 
@@ -51,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENDPOINT_PATH = "v1/craft_apps/release_info"
+PAGE_PATH = "craft_apps/downloads/"
+REDIRECT_PATH = "v1/craft_apps/download/photocraft/windows/x64"
 STATIC_NAME = "release_info.json"
 READY_TIMEOUT_S = 30.0
 P99_TARGET_MS = 10.0
@@ -73,8 +77,11 @@ class EndpointReport:
     loadgen: str
     static_server: str
     body_bytes: int
+    page_bytes: int
     ours: LoadResult
     bare: LoadResult
+    page: LoadResult
+    redirect: LoadResult
     static: LoadResult
     under_change: LoadResult
     changes_published: int
@@ -298,6 +305,11 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
                 raise RuntimeError("the bare view doesn't serve the endpoint's bytes")
             ours = load(ours_url)
             bare = load(bare_url)
+            page_bytes = len(_get(f"{site}/{PAGE_PATH}"))
+            page = load(f"{site}/{PAGE_PATH}")
+            if not _redirects(f"{site}/{REDIRECT_PATH}"):
+                raise RuntimeError(f"/{REDIRECT_PATH} doesn't redirect")
+            redirect = load(f"{site}/{REDIRECT_PATH}")
             with running(
                 static_command(static_kind, www, static_port, workdir, options.workers),
                 env=dict(os.environ),
@@ -322,8 +334,11 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         loadgen=tool,
         static_server=static_kind,
         body_bytes=len(body),
+        page_bytes=page_bytes,
         ours=ours,
         bare=bare,
+        page=page,
+        redirect=redirect,
         static=static,
         under_change=under_change,
         changes_published=writer.changes,
@@ -337,9 +352,28 @@ def _get(url: str) -> bytes:
         return bytes(answer.read())
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _redirects(url: str) -> bool:
+    try:
+        urllib.request.build_opener(_NoRedirect).open(url, timeout=10)
+    except urllib.error.HTTPError as err:
+        return err.code == 302
+    return False
+
+
 def _warm_up(url: str, requests: int) -> None:
+    opener = urllib.request.build_opener(_NoRedirect)
     for _ in range(requests):
-        _get(url)
+        try:
+            with opener.open(url, timeout=10) as answer:
+                answer.read()
+        except urllib.error.HTTPError as err:  # the redirect's 302
+            if err.code != 302:
+                raise
 
 
 def _ms(value: float | None) -> str:
@@ -367,6 +401,16 @@ def markdown(report: EndpointReport) -> str:
     rows = [
         row("our endpoint", report.ours, f"{report.ratio_to_bare:.2f} of the bare view"),
         row("bare Django view, same bytes", report.bare, ""),
+        row(
+            f"downloads page ({report.page_bytes:,} bytes)",
+            report.page,
+            f"{report.page.rps / report.ours.rps if report.ours.rps else 0:.2f} of our endpoint",
+        ),
+        row(
+            "a download redirect (302)",
+            report.redirect,
+            f"{report.redirect.rps / report.ours.rps if report.ours.rps else 0:.2f} of our endpoint",
+        ),
         row(static_name, report.static, "the practical ceiling" if report.static_server == "nginx" else ""),
         row(f"our endpoint, a change every {o.change_every_s:g} s", report.under_change, change_note),
     ]

@@ -6,8 +6,8 @@ comes first as the recommended download, then one card per desktop platform for 
 visitor's platform (``platforms.detect_visitor``) is marked "Your system" and comes first.
 
 A page is rendered once per state version (the endpoint's answer, ``views.answers``), variant
-(the detected system) and app, and kept; a request that finds it costs about what an endpoint
-request costs. ``Vary`` names the headers the variant comes from, and ``Accept-CH`` asks for
+(the detected system) and app, and kept while what it shows is unchanged (a revalidation only
+moves fetch times); a request that finds it costs about what an endpoint request costs. ``Vary`` names the headers the variant comes from, and ``Accept-CH`` asks for
 the CPU hints. Cache-Control follows the endpoint: cacheable once every app was fetched.
 """
 
@@ -180,14 +180,25 @@ class RenderedPage:
     etag: str
 
 
+def page_inputs(info: ReleaseInfo) -> tuple[object, ...]:
+    """What a page shows of ``info``: not the fetch times, which move at every revalidation."""
+    apps = tuple(
+        (key, app.name, app.repo, app.latest_release, app.app_last_fetched is not None)
+        for key, app in info.apps.items()
+    )
+    return (info.last_fetched is not None, apps)
+
+
 class PageCache:
-    """Rendered pages of the state version last seen; the endpoint's answer tells the version."""
+    """Rendered pages of the state version last seen (the endpoint's answer tells the version),
+    kept across versions that change nothing a page shows."""
 
     MAX_PAGES = 512  # apps x detected systems is far below it; a bound all the same
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._source: EncodedAnswer | None = None
+        self._inputs: tuple[object, ...] | None = None
         self._pages: dict[tuple[str | None, Visitor, str], RenderedPage] = {}
 
     def page(self, app_key: str | None, visitor: Visitor) -> RenderedPage:
@@ -195,7 +206,10 @@ class PageCache:
         key = (app_key, visitor, get_script_prefix())
         with self._lock:
             if answer is not self._source:
-                self._source, self._pages = answer, {}
+                inputs = page_inputs(answer.release_info)
+                if inputs != self._inputs:
+                    self._pages = {}
+                self._source, self._inputs = answer, inputs
             page = self._pages.get(key)
         if page is not None:
             return page
@@ -208,7 +222,7 @@ class PageCache:
 
     def clear(self) -> None:
         with self._lock:
-            self._source, self._pages = None, {}
+            self._source, self._inputs, self._pages = None, None, {}
 
 
 def render_page(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> RenderedPage:

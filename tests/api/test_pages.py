@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from craft_apps.api import pages
+from craft_apps.api import pages, views
 from craft_apps.domain import AppState
 from tests.api.downloads_support import EVERY_FILE, FETCHED_MS, SHA, download_site, release_of, url_of
 from tests.support import publish
@@ -225,11 +225,20 @@ def test_rendered_once_per_state_version_and_variant(download_site, client, monk
     # Another browser on the same system is the same variant.
     client.get(INDEX, HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:131.0) Firefox/131.0")
     assert len(rendered) == 2
+    # A revalidation moves only fetch times, which the page doesn't show: nothing is rendered.
+    before = views.answers.answer()
+    publish(
+        download_site,
+        {"photocraft": AppState(latest_release=release_of(*EVERY_FILE), fetched_ms=FETCHED_MS + 1)},
+    )
+    client.get(INDEX, **WINDOWS_X64)
+    assert views.answers.answer() is not before, "a new state version"
+    assert len(rendered) == 2
     publish(
         download_site,
         {
             "photocraft": AppState(
-                latest_release=release_of("windows-x64.msi", version="0.6.0"), fetched_ms=FETCHED_MS
+                latest_release=release_of("windows-x64.msi", version="0.6.0"), fetched_ms=FETCHED_MS + 2
             )
         },
     )
