@@ -100,4 +100,6 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     assert "craft_apps/py.typed" in names
     assert "craft_apps/management/commands/poll_craft_releases.py" in names
     assert "craft_apps/testing/fake_github.py" in names
+    for template in ("page.html", "card.html", "styles.css", "copy.js"):
+        assert f"craft_apps/templates/craft_apps/downloads/{template}" in names
     assert not any(name.startswith(("config/", "tests/")) for name in names)
