@@ -78,7 +78,6 @@ class AppSection:
     recommended: bool  # ArtCraft Launcher
     fetched: bool
     version: str | None
-    release_name: str | None
     published_at: datetime | None
     notes_url: str | None
     prerelease: bool
@@ -131,7 +130,6 @@ def _cards(key: str, app: AppReleaseInfo, visitor: Visitor) -> tuple[PlatformCar
 
 def _section(key: str, app: AppReleaseInfo, visitor: Visitor) -> AppSection:
     release = app.latest_release
-    desktop = {os for os in DESKTOP_OSES}
     return AppSection(
         key=key,
         name=app.name,
@@ -139,7 +137,6 @@ def _section(key: str, app: AppReleaseInfo, visitor: Visitor) -> AppSection:
         recommended=key == LAUNCHER_KEY,
         fetched=app.app_last_fetched is not None,
         version=release.version if release else None,
-        release_name=release.name if release else None,
         published_at=release.published_at if release else None,
         notes_url=release.html_url if release else None,
         prerelease=release.prerelease if release else False,
@@ -147,7 +144,7 @@ def _section(key: str, app: AppReleaseInfo, visitor: Visitor) -> AppSection:
         other_files=tuple(
             _row(a)
             for a in (release.assets if release else ())
-            if a.platform is None or a.platform.os not in desktop
+            if a.platform is None or a.platform.os not in DESKTOP_OSES
         ),
         page_url=reverse("craft_apps:app_downloads", kwargs={"app_key": key}),
     )

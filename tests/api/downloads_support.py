@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,12 +11,12 @@ import pytest
 from craft_apps.api import pages, views
 from craft_apps.domain import Release, ReleaseAsset
 from craft_apps.github.parsing import parse_platform
+from tests.support import SHA, release
 
 TWO_APPS = (
     "photocraft=PhotoCraft=storytold/photocraft,artcraft-launcher=ArtCraft Launcher=storytold/craft-launcher"
 )
 FETCHED_MS = 1_791_000_000_000
-SHA = "ab" * 32
 
 
 def url_of(name: str, repo: str = "storytold/photocraft", version: str = "0.5.0") -> str:
@@ -44,16 +44,7 @@ def release_of(
                 platform=parse_platform(name),
             )
         )
-    return Release(
-        tag=f"v{version}",
-        version=version,
-        name=f"{app} v{version}",
-        published_at=datetime(2026, 10, 8, 14, 52, 50, tzinfo=UTC),
-        html_url=f"https://github.com/{repo}/releases/tag/v{version}",
-        prerelease=False,
-        notes_markdown="Notes",
-        assets=tuple(assets),
-    )
+    return replace(release(version, app=app, repo=repo), assets=tuple(assets))
 
 
 EVERY_FILE = (

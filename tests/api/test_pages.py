@@ -12,8 +12,8 @@ from django.test import Client
 
 from craft_apps.api import pages, views
 from craft_apps.domain import AppState
-from tests.api.downloads_support import EVERY_FILE, FETCHED_MS, SHA, download_site, release_of, url_of
-from tests.support import publish
+from tests.api.downloads_support import EVERY_FILE, FETCHED_MS, download_site, release_of, url_of
+from tests.support import SHA, publish
 
 __all__ = ["download_site"]  # the fixture
 
