@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum
 from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse
@@ -101,7 +101,7 @@ class Missing:
     cacheable: bool = True
 
 
-E = TypeVar("E", bound=StrEnum)
+E = TypeVar("E", bound=Enum)
 
 
 def find_download(
