@@ -73,6 +73,9 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         assert endpoint[name]["requests"] > 0 and endpoint[name]["errors"] == 0, name
         assert endpoint[name]["p99_ms"] >= endpoint[name]["p50_ms"] > 0, name
     assert endpoint["changes_published"] >= 1 and endpoint["last_change_served"]
+    cpu = endpoint["cpu_ms_per_request"]
+    assert set(cpu) == {"ours", "bare", "page", "redirect", "static", "under_change"}
+    assert cpu["ours"] > 0 and cpu["page"] > 0
 
     footprint = figures["footprint"]
     assert footprint["github_requests"] == 13, "20 ticks are within one interval: one round"
