@@ -1,11 +1,13 @@
-"""The endpoint under load, beside a bare Django view and nginx serving the same bytes.
+"""The endpoint under load, beside a bare Django view and nginx serving the same bytes, and the
+downloads page and a download redirect, which read the same per-process answer.
 
 The demo site runs under gunicorn (one sync worker per core, no debug) on a state file filled
 with the 13 demo releases (a dozen assets each, a few KiB of notes). One load generator (wrk, or
 the built-in Python one where wrk is missing) hits, in turn: our endpoint; a bare Django view on
 the same server returning the same bytes (``bench.site_urls``); the same JSON as a static file
 under nginx (the practical ceiling; Python's http.server stands in where nginx is missing, and
-is labelled so); and our endpoint again while a writer holding the poller's lease publishes a
+is labelled so); the downloads page (``/craft_apps/downloads/``, one rendered variant) and a
+download redirect (a ``302``); and our endpoint again while a writer holding the poller's lease publishes a
 change to the state file every second. Every server is started here on a free port and stopped
 before returning.
 
@@ -51,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENDPOINT_PATH = "v1/craft_apps/release_info"
+PAGE_PATH = "craft_apps/downloads/"
+REDIRECT_PATH = "v1/craft_apps/download/photocraft/windows/x64"
 STATIC_NAME = "release_info.json"
 READY_TIMEOUT_S = 30.0
 P99_TARGET_MS = 10.0
@@ -73,11 +77,15 @@ class EndpointReport:
     loadgen: str
     static_server: str
     body_bytes: int
+    page_bytes: int
     ours: LoadResult
     bare: LoadResult
+    page: LoadResult
+    redirect: LoadResult
     static: LoadResult
     under_change: LoadResult
     changes_published: int
+    cpu_ms_per_request: dict[str, float]  # the server's CPU per request, by load
     last_change_served: bool
     ratio_to_bare: float
 
@@ -104,7 +112,9 @@ def fill_state(state_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def running(command: list[str], *, env: dict[str, str], log: Path, ready_url: str) -> Iterator[None]:
+def running(
+    command: list[str], *, env: dict[str, str], log: Path, ready_url: str
+) -> Iterator[subprocess.Popen[bytes]]:
     """Runs ``command`` until the block ends; waits until ``ready_url`` answers 200."""
     with log.open("wb") as output:
         process = subprocess.Popen(
@@ -125,7 +135,7 @@ def running(command: list[str], *, env: dict[str, str], log: Path, ready_url: st
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{command[0]} not ready within {READY_TIMEOUT_S:g} s: {_tail(log)}")
             time.sleep(0.05)  # a starting server, not a timer under test
-        yield
+        yield process
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -134,6 +144,20 @@ def running(command: list[str], *, env: dict[str, str], log: Path, ready_url: st
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def cpu_seconds(root_pid: int) -> float:
+    """CPU time (user + system) used so far by a process and its direct children (a server's
+    master and workers): unlike requests per second, barely moved by other load on the machine."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(stat.parent.name) == root_pid or int(fields[1]) == root_pid:
+            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _tail(log: Path) -> str:
@@ -285,32 +309,43 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         static_url = f"http://127.0.0.1:{static_port}/{STATIC_NAME}"
         env = site_env(state_dir, body_file, workdir)
 
-        def load(url: str) -> LoadResult:
+        cpu_ms: dict[str, float] = {}
+
+        def load(name: str, url: str, server: subprocess.Popen[bytes]) -> LoadResult:
             _warm_up(url, options.workers * 4)
-            return run_load(url, connections=options.connections, seconds=options.seconds, tool=tool)
+            before = cpu_seconds(server.pid)
+            result = run_load(url, connections=options.connections, seconds=options.seconds, tool=tool)
+            used = cpu_seconds(server.pid) - before
+            cpu_ms[name] = round(used * 1000 / result.requests, 3) if result.requests else 0.0
+            return result
 
         site_command = gunicorn_command(site_port, options.workers)
-        with running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url):
+        with running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url) as site_server:
             body = _get(ours_url)
             body_file.write_bytes(body)  # before the bare view's first request, which reads it
             body_file.chmod(0o644)
             if _get(bare_url) != body:
                 raise RuntimeError("the bare view doesn't serve the endpoint's bytes")
-            ours = load(ours_url)
-            bare = load(bare_url)
+            ours = load("ours", ours_url, site_server)
+            bare = load("bare", bare_url, site_server)
+            page_bytes = len(_get(f"{site}/{PAGE_PATH}"))
+            page = load("page", f"{site}/{PAGE_PATH}", site_server)
+            if not _redirects(f"{site}/{REDIRECT_PATH}"):
+                raise RuntimeError(f"/{REDIRECT_PATH} doesn't redirect")
+            redirect = load("redirect", f"{site}/{REDIRECT_PATH}", site_server)
             with running(
                 static_command(static_kind, www, static_port, workdir, options.workers),
                 env=dict(os.environ),
                 log=workdir / "static.log",
                 ready_url=static_url,
-            ):
+            ) as static_server:
                 if _get(static_url) != body:
                     raise RuntimeError("the static server doesn't serve the same bytes")
-                static = load(static_url)
+                static = load("static", static_url, static_server)
             writer = ChangeWriter(state_dir, options.change_every_s)
             writer.start()
             try:
-                under_change = load(ours_url)
+                under_change = load("under_change", ours_url, site_server)
             finally:
                 writer.stop.set()
                 writer.join(timeout=30)
@@ -322,11 +357,15 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         loadgen=tool,
         static_server=static_kind,
         body_bytes=len(body),
+        page_bytes=page_bytes,
         ours=ours,
         bare=bare,
+        page=page,
+        redirect=redirect,
         static=static,
         under_change=under_change,
         changes_published=writer.changes,
+        cpu_ms_per_request=cpu_ms,
         last_change_served=last_served,
         ratio_to_bare=round(ours.rps / bare.rps, 3) if bare.rps else 0.0,
     )
@@ -337,9 +376,28 @@ def _get(url: str) -> bytes:
         return bytes(answer.read())
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _redirects(url: str) -> bool:
+    try:
+        urllib.request.build_opener(_NoRedirect).open(url, timeout=10)
+    except urllib.error.HTTPError as err:
+        return err.code == 302
+    return False
+
+
 def _warm_up(url: str, requests: int) -> None:
+    opener = urllib.request.build_opener(_NoRedirect)
     for _ in range(requests):
-        _get(url)
+        try:
+            with opener.open(url, timeout=10) as answer:
+                answer.read()
+        except urllib.error.HTTPError as err:  # the redirect's 302
+            if err.code != 302:
+                raise
 
 
 def _ms(value: float | None) -> str:
@@ -353,7 +411,10 @@ def markdown(report: EndpointReport) -> str:
         "yes" if report.last_change_served else "NO"
     )
 
-    def row(name: str, result: LoadResult, note: str) -> tuple[str, ...]:
+    cpu = report.cpu_ms_per_request
+
+    def row(name: str, key: str, note: str) -> tuple[str, ...]:
+        result: LoadResult = getattr(report, key)
         return (
             name,
             f"{result.rps:,.0f}",
@@ -361,16 +422,23 @@ def markdown(report: EndpointReport) -> str:
             _ms(result.p99_ms),
             _ms(result.max_ms),
             f"{result.errors:,} of {result.requests:,}",
+            f"{cpu.get(key, 0.0):.2f} ms",
             note,
         )
 
+    def beside_ours(key: str) -> str:
+        ratio = cpu.get(key, 0.0) / cpu["ours"] if cpu.get("ours") else 0.0
+        return f"{ratio:.2f} of our endpoint's CPU per request"
+
     rows = [
-        row("our endpoint", report.ours, f"{report.ratio_to_bare:.2f} of the bare view"),
-        row("bare Django view, same bytes", report.bare, ""),
-        row(static_name, report.static, "the practical ceiling" if report.static_server == "nginx" else ""),
-        row(f"our endpoint, a change every {o.change_every_s:g} s", report.under_change, change_note),
+        row("our endpoint", "ours", f"{report.ratio_to_bare:.2f} of the bare view (requests/s)"),
+        row("bare Django view, same bytes", "bare", beside_ours("bare")),
+        row(f"downloads page ({report.page_bytes:,} bytes)", "page", beside_ours("page")),
+        row("a download redirect (302)", "redirect", beside_ours("redirect")),
+        row(static_name, "static", "the practical ceiling" if report.static_server == "nginx" else ""),
+        row(f"our endpoint, a change every {o.change_every_s:g} s", "under_change", change_note),
     ]
-    header = ["", "requests/s", "p50", "p99", "max", "errors", ""]
+    header = ["", "requests/s", "p50", "p99", "max", "errors", "server CPU / request", ""]
     tool = "wrk -t2" if report.loadgen == "wrk" else "the built-in Python generator (no wrk)"
     return "\n".join(
         [

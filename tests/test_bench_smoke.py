@@ -68,10 +68,14 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
     endpoint = figures["endpoint"]
     assert endpoint["body_bytes"] > 50_000, "13 realistic releases"
-    for name in ("ours", "bare", "static", "under_change"):
+    assert endpoint["page_bytes"] > 50_000, "the downloads page lists them all"
+    for name in ("ours", "bare", "page", "redirect", "static", "under_change"):
         assert endpoint[name]["requests"] > 0 and endpoint[name]["errors"] == 0, name
         assert endpoint[name]["p99_ms"] >= endpoint[name]["p50_ms"] > 0, name
     assert endpoint["changes_published"] >= 1 and endpoint["last_change_served"]
+    cpu = endpoint["cpu_ms_per_request"]
+    assert set(cpu) == {"ours", "bare", "page", "redirect", "static", "under_change"}
+    assert cpu["ours"] > 0 and cpu["page"] > 0
 
     footprint = figures["footprint"]
     assert footprint["github_requests"] == 13, "20 ticks are within one interval: one round"
@@ -83,6 +87,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     figures_part = text[text.index(FIGURES_START) : text.index(FIGURES_END)]
     for title in ("The machine", "Fleet simulation", "Endpoint under load", "Poller footprint"):
         assert f"### {title}" in figures_part
+    assert "| downloads page (" in figures_part and "| a download redirect (302) |" in figures_part
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
 
 

@@ -123,6 +123,8 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     assert "craft_apps/testing/fake_github.py" in names
     assert "craft_apps/migrations/0001_notices.py" in names
     assert "craft_apps/templates/admin/craft_apps/change_list.html" in names
+    for template in ("page.html", "card.html", "styles.css", "copy.js"):
+        assert f"craft_apps/templates/craft_apps/downloads/{template}" in names
     assert not any(name.startswith(("config/", "tests/")) for name in names)
 
 

@@ -44,6 +44,7 @@ class EncodedAnswer:
     body: bytes
     cache_control: str
     etag: str
+    release_info: ReleaseInfo  # what it encodes: the downloads read it (api.downloads, api.pages)
 
 
 def encode_answer(release_info: ReleaseInfo, notices: Notices = NO_NOTICES) -> EncodedAnswer:
@@ -54,6 +55,7 @@ def encode_answer(release_info: ReleaseInfo, notices: Notices = NO_NOTICES) -> E
         body=body,
         cache_control=CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE,
         etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
+        release_info=release_info,
     )
 
 

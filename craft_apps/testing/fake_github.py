@@ -13,8 +13,12 @@ Invariants: every request is recorded, with its headers, before it is answered; 
 reaches a log line or a ``repr``; ``stop()`` releases every fault that holds a connection
 (hang, slow, drip), closes every connection and returns with no handler thread left running.
 
-Run ``python -m craft_apps.testing.fake_github [--host H] [--port P] [--empty]`` to serve the
-demo releases until SIGTERM or SIGINT.
+It also serves the web side of a release (``/{owner}/{repo}/releases/download/{tag}/{name}``,
+``/{owner}/{repo}/releases/tag/{tag}``) with a line of text, so links work offline when
+``web_url`` is its own URL.
+
+Run ``python -m craft_apps.testing.fake_github [--host H] [--port P] [--empty] [--web-url U]``
+to serve the demo releases until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ logger = logging.getLogger(__name__)
 
 MAX_CLIENT_BODY_BYTES = 4 * 1024 * 1024  # what the poller accepts; OversizedFault goes past it
 _RELEASES_PATH = re.compile(r"^/repos/([^/]+)/([^/]+)/releases/latest/?$")
+# The web side: /{owner}/{repo}/releases/download/{tag}/{name} and /{owner}/{repo}/releases/tag/{tag}
+_WEB_PATH = re.compile(r"^/([^/]+)/([^/]+)/releases/(download|tag)/([^/]+)(?:/([^/]+))?$")
+_TEXT = "text/plain; charset=utf-8"
 _DOCS = "https://docs.github.com/rest"
 _JSON = "application/json; charset=utf-8"
 _CHUNK = 64 * 1024
@@ -392,9 +399,32 @@ class FakeGitHub:
         match = _RELEASES_PATH.match(urlsplit(path).path)
         repo = f"{unquote(match[1])}/{unquote(match[2])}" if match else None
         with self._lock:
-            answer = self._decide(method, repo, headers, client_ip)
+            web_page = None if match else self._web_page(urlsplit(path).path)
+            answer = web_page or self._decide(method, repo, headers, client_ip)
             self._requests.append(RecordedRequest(method, path, repo, dict(headers), answer.status, arrived))
         return answer
+
+    def _web_page(self, path: str) -> _Answer | None:
+        """A release's file or page on the web side (``web_url``), or None for any other path.
+
+        Files are a line of text naming the file (not its real bytes: the digests won't match);
+        the release page is its notes. Neither counts against the API's rate limit.
+        """
+        match = _WEB_PATH.match(path)
+        if match is None:
+            return None
+        published = self._releases.get(f"{unquote(match[1])}/{unquote(match[2])}".lower())
+        tag, name = unquote(match[4]), unquote(match[5] or "")
+        if published is None or published.release.get("tag_name") != tag:
+            return _Answer(404, [("content-type", _TEXT)], b"Not Found\n")
+        if match[3] == "tag" and not name:
+            notes = str(published.release.get("body") or "")
+            return _Answer(200, [("content-type", _TEXT)], notes.encode())
+        names = {a.get("name") for a in published.release.get("assets") or [] if isinstance(a, dict)}
+        if match[3] != "download" or name not in names:
+            return _Answer(404, [("content-type", _TEXT)], b"Not Found\n")
+        body = f"{name}: a stand-in for this file of {published.release.get('name')}.\n".encode()
+        return _Answer(200, [("content-type", _TEXT)], body)
 
     def _decide(self, method: str, repo: str | None, headers: dict[str, str], client_ip: str) -> _Answer:
         caller = self._caller(headers.get("authorization"), client_ip)
@@ -672,6 +702,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--empty", action="store_true", help="start without the demo releases")
+    parser.add_argument(
+        "--web-url",
+        default=DEFAULT_GITHUB_WEB_URL,
+        help="where release links point; this server's own URL serves the files too (works offline)",
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="log every request")
     options = parser.parse_args(argv)
     logging.basicConfig(
@@ -686,7 +721,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     try:
-        stand_in = FakeGitHub(host=options.host, port=options.port).start()
+        stand_in = FakeGitHub(host=options.host, port=options.port, web_url=options.web_url).start()
     except OSError as err:
         logger.error("fake GitHub: cannot listen on %s:%s: %s", options.host, options.port, err)
         return 1

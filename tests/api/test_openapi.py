@@ -49,6 +49,7 @@ def test_components_are_named_as_the_contract():
         "CraftAppOs",
         "CraftAppArch",
         "CraftAppPackageType",
+        "CraftAppsDownloadError",
     }
     assert components["CraftAppPackageType"]["enum"] == [
         "msi", "portable_zip", "dmg", "cli_zip", "app_image", "app_image_zsync",
@@ -68,6 +69,26 @@ def test_the_operation_is_tagged_and_documented():
     assert operation["operationId"] == "get_craft_apps_release_info"
     response = operation["responses"]["200"]["content"]["application/json"]["schema"]
     assert response == {"$ref": "#/components/schemas/GetCraftAppsReleaseInfoResponse"}
+
+
+def test_the_download_redirects_are_documented_with_the_contracts_enums():
+    paths = generate()["paths"]
+    short = paths["/v1/craft_apps/download/{app_key}/{os}/{arch}"]["get"]
+    full = paths["/v1/craft_apps/download/{app_key}/{os}/{arch}/{package_type}"]["get"]
+    assert (short["operationId"], full["operationId"]) == ("download_craft_app", "download_craft_app_package")
+    parameters = {p["name"]: p["schema"] for p in full["parameters"]}
+    assert parameters == {
+        "app_key": {"type": "string"},
+        "os": {"$ref": "#/components/schemas/CraftAppOs"},
+        "arch": {"$ref": "#/components/schemas/CraftAppArch"},
+        "package_type": {"$ref": "#/components/schemas/CraftAppPackageType"},
+    }
+    for operation in (short, full):
+        assert operation["tags"] == ["Craft Apps"]
+        assert set(operation["responses"]) == {"302", "404"}
+        assert set(operation["responses"]["302"]["headers"]) == {"Location", "Cache-Control"}
+        error = operation["responses"]["404"]["content"]["application/json"]["schema"]
+        assert error == {"$ref": "#/components/schemas/CraftAppsDownloadError"}
 
 
 def test_the_docs_pages_are_served(client):

@@ -84,3 +84,15 @@ def test_empty_serves_404_and_exits_0_on_sigint(processes):
 
     process.send_signal(signal.SIGINT)
     assert stopped_within(process, 5) == 0
+
+
+def test_web_url_points_the_release_links_at_itself_so_they_work_offline(processes):
+    process, url = start("--web-url", "http://127.0.0.1:1")  # a placeholder: the port comes later
+    processes.append(process)
+    release = requests.get(f"{url}/repos/storytold/photocraft/releases/latest", timeout=5).json()
+    assert release["html_url"] == "http://127.0.0.1:1/storytold/photocraft/releases/tag/v0.5.0"
+    name = release["assets"][0]["name"]
+    file = requests.get(f"{url}/storytold/photocraft/releases/download/v0.5.0/{name}", timeout=5)
+    assert file.status_code == 200 and name in file.text
+    process.send_signal(signal.SIGTERM)
+    assert stopped_within(process, 5) == 0

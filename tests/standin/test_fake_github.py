@@ -135,6 +135,28 @@ def test_other_paths_are_404(demo_github, http):
     assert http.get(f"{demo_github.url}/").status_code == 404
 
 
+def test_serves_the_web_side_of_a_release_without_counting_it(demo_github, http):
+    release = demo_github.published()[PHOTOCRAFT]
+    asset = release["assets"][0]
+    base = f"{demo_github.url}/{PHOTOCRAFT}/releases"
+    download = http.get(f"{base}/download/v0.5.0/{asset['name']}")
+    assert download.status_code == 200
+    assert download.headers["content-type"] == "text/plain; charset=utf-8"
+    assert download.text == f"{asset['name']}: a stand-in for this file of PhotoCraft v0.5.0.\n"
+    notes = http.get(f"{base}/tag/v0.5.0")
+    assert notes.status_code == 200 and notes.text == release["body"]
+    for missing in (
+        f"{base}/download/v0.4.0/{asset['name']}",  # not the published tag
+        f"{base}/download/v0.5.0/photocraft-9.9.9-windows-x64.msi",  # no such asset
+        f"{base}/download/v0.5.0",
+        f"{demo_github.url}/storytold/nosuchapp/releases/tag/v0.5.0",
+    ):
+        assert http.get(missing).status_code == 404, missing
+    assert "x-ratelimit-used" not in download.headers
+    assert all(r.repo is None for r in demo_github.requests)
+    assert rate(http.get(latest_url(demo_github, PHOTOCRAFT)))[2] == 1, "only the API request counted"
+
+
 def test_load_demo_publishes_thirteen_releases_under_the_web_url(epoch):
     with FakeGitHub(now=epoch, web_url="https://ghe.example.com/").load_demo() as stand_in:
         published = stand_in.published()
