@@ -27,7 +27,7 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.timefmt import parse_rfc3339
+from craft_apps.timefmt import instant_or_none
 
 MAX_TAG_CHARS = 64
 MAX_NAME_CHARS = 200
@@ -121,8 +121,8 @@ def _published_at(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return parse_rfc3339(value)
-    except (ValueError, OverflowError):
+        return instant_or_none(value)
+    except ValueError:
         return None
 
 
