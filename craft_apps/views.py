@@ -3,8 +3,9 @@
 Contract: always 200. The body is built from the host's state file once per state version and
 kept encoded, so a request that finds the same version re-reads and re-serializes nothing (one
 tiny version query). ``Cache-Control: public, max-age=60`` once every app was fetched, ``no-store``
-before. When the state file can't be read, the answer is the last good one this process served,
-else the not-fetched-yet answer (``no-store``), and one log line says why.
+before. When the state file can't be read, or is missing (not created yet, or deleted and not
+yet made anew by the poller), the answer is the last good one this process served, else the
+not-fetched-yet answer (``no-store``), and one log line says why.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ class AnswerCache:
             if self._key == (store.path, marker, apps) and self._answer is not None:
                 return self._answer
             snapshot = store.read()
+            if marker[0] is None or store.file_identity() is None:
+                raise store.missing()
         except StateUnavailable as err:
             return self._fallback(apps, str(err))
         except Exception as err:  # the endpoint never fails, whatever the state file does

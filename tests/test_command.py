@@ -7,6 +7,8 @@ sockets, bounded by deadlines; no test waits for a timer of its own.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import signal
 import sqlite3
@@ -20,8 +22,10 @@ from pathlib import Path
 import pytest
 
 from craft_apps.domain import AppSpec
+from craft_apps.state_store import StateStore
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, SlowFault, StatusFault
+from tests.support import publish
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = (
@@ -277,3 +281,226 @@ def test_the_example_supervisord_configuration_runs_and_stops_the_poller(
     finally:
         subprocess.run([*ctl, "shutdown"], env=env, capture_output=True, timeout=20)
         supervisord.wait(20)
+
+
+# ---- the state file under faults (issue 9: items 4, 5, 6 and the symlink of 10) -------------------
+
+DB = "craft_apps_state.sqlite3"
+
+
+def state_files(state_dir: Path) -> list[Path]:
+    return [state_dir / f"{DB}{suffix}" for suffix in ("", "-wal", "-shm")]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """The file really read-only for the poller: mode 0400, or for root (whom modes don't stop)
+    the immutable attribute."""
+    as_root = os.geteuid() == 0
+    if as_root:
+        subprocess.run(["chattr", "+i", str(path)], check=True)
+    else:
+        path.chmod(0o400)
+    try:
+        yield
+    finally:
+        if as_root:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        else:
+            path.chmod(0o600)
+
+
+def on_a_full_disk(prepared: Path, mount: Path, free_pages: int, *args: str) -> list[str]:
+    """The command that runs the poller with its state directory on a real, full filesystem.
+
+    In a private mount namespace (an unprivileged user namespace: no root needed, nothing shown
+    to the rest of the machine) a 256 KiB tmpfs is mounted at ``mount``, the prepared state file
+    copied into it and the rest filled but for ``free_pages`` pages of 4 KiB; SQLite then meets
+    ENOSPC ("database or disk is full") exactly as on a full disk. Measured: opening the file
+    takes 8 pages (its -shm), taking the lease 3 more, storing an app's release 2-3 more.
+    """
+    script = (
+        'set -e; mount -t tmpfs -o size=256k,mode=0700 tmpfs "$1"; cp "$2/' + DB + '" "$1/";'
+        ' dd if=/dev/zero of="$1/filler" bs=4096 2>/dev/null || true;'
+        ' truncate -s "-$(( $3 * 4096 ))" "$1/filler"; shift 3; exec "$@"'
+    )
+    return [
+        "unshare", "--user", "--map-root-user", "--mount",
+        "sh", "-c", script, "sh", str(mount), str(prepared), str(free_pages),
+        sys.executable, "manage.py", "poll_craft_releases", *args,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", [("--once",), ("--no-startup-delay",)])
+def test_a_read_only_state_file_is_an_error_naming_it_not_another_poller(
+    pollers, github: FakeGitHub, state_dir: Path, args: tuple[str, ...]
+):
+    assert pollers("--once").finish() == 0  # the file now holds a lease released long ago
+    github.reset_requests()
+    with read_only(state_dir / DB):
+        poller = pollers(*args)
+        assert poller.finish() == 1, poller.output()
+    out = poller.output()
+    assert (
+        f"ERROR craft_apps.runner: Craft app releases: can't write the lease to the state file: "
+        f"craft_apps state file {state_dir / DB} cannot be written (attempt to write a readonly database)"
+    ) in out
+    assert "another poller" not in out and "standing by" not in out
+    assert github.requests == []
+
+
+def test_a_full_disk_is_an_error_naming_the_file_not_another_poller(
+    poller_env: dict[str, str], github: FakeGitHub, state_dir: Path, tmp_path: Path
+):
+    publish(state_dir, {})  # a file whose lease was released long ago
+    mount = tmp_path / "full"
+    mount.mkdir()
+    with (tmp_path / "full.log").open("w+") as log:
+        status = subprocess.run(
+            on_a_full_disk(state_dir, mount, 8 + 1, "--once"),  # room to open the file, not to write
+            cwd=ROOT,
+            env={**poller_env, "CRAFT_APPS_STATE_DIR": str(mount)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+        ).returncode
+        log.seek(0)
+        out = log.read()
+    assert status == 1, out
+    assert (
+        f"can't write the lease to the state file: craft_apps state file {mount / DB} cannot be written "
+        "(database or disk is full)"
+    ) in out
+    assert "another poller" not in out
+    assert github.requests == []
+
+
+def test_on_a_full_disk_the_round_summary_counts_only_what_was_saved(
+    poller_env: dict[str, str], github: FakeGitHub, state_dir: Path, tmp_path: Path
+):
+    StateStore(state_dir).open_for_writing()  # an empty file: every app is due
+    mount = tmp_path / "full"
+    mount.mkdir()
+    env = {**poller_env, "CRAFT_APPS_STATE_DIR": str(mount), "CRAFT_APPS_LEASE_TTL_SECS": "30"}
+    with (tmp_path / "full.log").open("w+") as log:
+        status = subprocess.run(
+            on_a_full_disk(state_dir, mount, 8 + 4, "--once"),  # room for the lease, not for the apps
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=60,
+        ).returncode
+        log.seek(0)
+        out = log.read()
+    assert status == 0, out  # the round ran
+    assert len(github.requests) == len(APPS)
+    assert (
+        "Craft app releases (standalone): 0 fetched, 0 unchanged, 0 failed, 2 not saved "
+        "(the host's state file can't be written; kept in memory)."
+    ) in out, out
+    assert out.count("couldn't write the host's state file") == 1, out  # once, not per write
+    assert "cannot be written (database or disk is full)" in out
+
+
+def test_a_crowd_of_once_runs_on_a_new_state_directory_polls_once_and_the_rest_exit_0(
+    poller_env: dict[str, str], github: FakeGitHub, state_dir: Path, tmp_path: Path
+):
+    github.set_fault(None, SlowFault(0.5))  # the winner holds the lease while the others try
+    count = 40
+    env = {**poller_env, "CRAFT_APPS_LEASE_TTL_SECS": "30", "CRAFT_APPS_LEASE_RETRY_SECS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.state._once_race", str(count), str(tmp_path)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    statuses = dict(line.split() for line in done.stdout.splitlines())
+    outputs = {n: (tmp_path / f"once-{n}.log").read_text() for n in statuses}
+    failed = {n: outputs[n][-500:] for n, status in statuses.items() if status != "0"}
+    assert len(statuses) == count and not failed, failed
+    active = [n for n, out in outputs.items() if "this poller is active" in out]
+    losers = [n for n, out in outputs.items() if "another poller (" in out and "is active" in out]
+    assert sorted(active + losers, key=int) == sorted(statuses, key=int)
+    assert sorted(str(r.repo) for r in github.requests) == sorted(app.repo for app in APPS)  # polled once
+    assert not any("locked" in out or "not a craft_apps state file" in out for out in outputs.values())
+
+
+def test_the_poller_waits_out_a_lock_on_the_state_file_at_start_up(
+    pollers, poller_env: dict[str, str], github: FakeGitHub, state_dir: Path
+):
+    publish(state_dir, {})
+    blocker = sqlite3.connect(state_dir / DB, isolation_level=None)
+    try:
+        blocker.execute("BEGIN IMMEDIATE")  # another writer, mid-transaction
+        poller = pollers("--once", env={**poller_env, "CRAFT_APPS_LEASE_TTL_SECS": "30"})  # waits 3 s
+        # Once it has the file open it is at the lock; hold it well past SQLite's usual 0.2 s.
+        wait_until(lambda: has_open(poller.process.pid, state_dir / DB), 20, "the poller to open the file")
+        time.sleep(0.6)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert poller.finish() == 0, poller.output()
+    assert "this poller is active" in poller.output()
+    assert len(github.requests) == len(APPS)
+
+
+def has_open(pid: int, path: Path) -> bool:
+    try:
+        links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+    except OSError:  # a descriptor closed while listing: look again
+        return False
+    return str(path) in links
+
+
+def test_a_holder_whose_file_another_poller_made_anew_steps_down_without_asking_github(
+    pollers, poller_env: dict[str, str], github: FakeGitHub, state_dir: Path
+):
+    # The issue's sequence: the file is deleted under a running holder and a second poller
+    # starts, makes a new file and takes its lease with fence 1, the holder's fence too.
+    env = {**poller_env, "CRAFT_APPS_LEASE_TTL_SECS": "30", "CRAFT_APPS_LEASE_RETRY_SECS": "2"}
+    github.set_fault(None, SlowFault(0.5))
+    holder = pollers("--no-startup-delay", env={**env, "CRAFT_APPS_RELEASE_GITHUB_TOKEN": "ghp_holder0001"})
+    wait_until(lambda: len(github.requests) == 1, 20, "the holder's first request")
+    holder.process.send_signal(signal.SIGSTOP)  # so it can't make the file anew first
+    try:
+        for path in state_files(state_dir):
+            path.unlink(missing_ok=True)
+        newcomer = pollers(
+            "--no-startup-delay", env={**env, "CRAFT_APPS_RELEASE_GITHUB_TOKEN": "ghp_newcomer01"}
+        )
+        newcomer.wait_for("this poller is active (fence 1)")
+    finally:
+        holder.process.send_signal(signal.SIGCONT)
+    holder.wait_for("standing by", timeout=15)
+    newcomer.wait_for("2 fetched", timeout=15)
+    by_holder = [r for r in github.requests if r.header("Authorization") == "Bearer ghp_holder0001"]
+    assert len(by_holder) == 1, "the former holder asked GitHub nothing more"
+    out = holder.output()
+    assert "refused" in out or "someone else took it over" in out, out
+    assert f":{newcomer.process.pid}:" in lease_row(state_dir)[0]
+    assert newcomer.process.poll() is None and holder.process.poll() is None
+
+
+def test_a_state_file_that_is_a_symbolic_link_is_refused_and_its_target_left_alone(
+    pollers, github: FakeGitHub, state_dir: Path, tmp_path: Path
+):
+    elsewhere = tmp_path / "elsewhere"
+    publish(elsewhere, {})
+    before = digest(elsewhere / DB)
+    state_dir.mkdir(mode=0o700)
+    (state_dir / DB).symlink_to(elsewhere / DB)
+    poller = pollers("--once")
+    assert poller.finish() == 1
+    assert (
+        f"craft_apps state file {state_dir / DB} is a symbolic link; refusing to follow it" in poller.output()
+    )
+    assert digest(elsewhere / DB) == before
+    assert github.requests == []

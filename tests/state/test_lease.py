@@ -24,6 +24,11 @@ def lease_on(store: StateStore, clock: FakeClock, holder: str) -> Lease:
     return Lease(store, holder=holder, clock=clock)
 
 
+def number(lease: Lease) -> int | None:
+    """The fence number the lease holds, None when it holds none."""
+    return None if lease.fence is None else lease.fence.number
+
+
 def lock_writes(store: StateStore) -> sqlite3.Connection:
     """Another connection holding the write lock: the state file is unreachable for writes."""
     blocker = sqlite3.connect(store.path, isolation_level=None)
@@ -78,11 +83,11 @@ def test_a_cold_lease_has_one_holder(store: StateStore, fake_clock: FakeClock) -
     a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
     assert a.current() is None
     assert a.try_acquire()
-    assert a.fence == 1 and a.is_held()
+    assert number(a) == 1 and a.is_held()
     assert a.current() == ("a", 1, START_MS + TTL)
     assert not b.try_acquire()
     assert b.fence is None and not b.is_held()
-    assert a.try_acquire() and a.fence == 1  # already held: no new custody
+    assert a.try_acquire() and number(a) == 1  # already held: no new custody
 
 
 def test_renewal_happens_every_third_of_the_ttl(store: StateStore, fake_clock: FakeClock) -> None:
@@ -98,7 +103,7 @@ def test_renewal_happens_every_third_of_the_ttl(store: StateStore, fake_clock: F
         fake_clock.advance(10)
         assert a.renew_if_due()
         assert not b.try_acquire()
-    assert a.fence == 1 and a.is_held()
+    assert number(a) == 1 and a.is_held()
 
 
 def test_an_expired_lease_changes_hands_with_a_new_fence(store: StateStore, fake_clock: FakeClock) -> None:
@@ -108,7 +113,7 @@ def test_an_expired_lease_changes_hands_with_a_new_fence(store: StateStore, fake
     assert not b.try_acquire()
     fake_clock.advance(0.001)
     assert b.try_acquire()
-    assert b.fence == 2
+    assert number(b) == 2
     assert a.current() == ("b", 2, START_MS + 2 * TTL)
     assert not a.is_held()
     assert not a.renew_if_due() and a.fence is None
@@ -122,7 +127,7 @@ def test_the_same_holder_reacquiring_after_expiry_is_a_new_custody(
     fake_clock.advance(30)
     assert not a.is_held()
     assert a.try_acquire()
-    assert a.fence == 2
+    assert number(a) == 2
     assert a.current() == ("a", 2, START_MS + 30_000 + TTL)
 
 
@@ -130,20 +135,23 @@ def test_a_stalled_holder_learns_of_the_takeover_and_its_writes_are_refused(stat
     # The holder's process was stopped for a while: its own clock reading is stale, the
     # standby's is 30 s on. (Two clocks on one file, as two processes would have.)
     store_a, store_b = StateStore(state_dir), StateStore(state_dir)
+    store_a.open_for_writing()
     clock_a, clock_b = FakeClock(), FakeClock()
     a, b = lease_on(store_a, clock_a, "a"), lease_on(store_b, clock_b, "b")
-    assert a.try_acquire()
-    assert store_a.put_app("photocraft", fetched(START_MS), fence=1)
+    assert a.try_acquire() and a.fence is not None
+    stale = a.fence
+    assert store_a.put_app("photocraft", fetched(START_MS), fence=stale)
     clock_b.advance(30)
-    assert b.try_acquire() and b.fence == 2
+    assert b.try_acquire() and number(b) == 2
 
     clock_a.advance(15)  # due for renewal, within its deadline
     assert a.is_held()  # it cannot know yet...
     with pytest.raises(FenceRejected):  # ...but its writes are already refused
-        store_a.put_app("photocraft", fetched(START_MS + 15_000, tag="v0.0.1"), fence=1)
+        store_a.put_app("photocraft", fetched(START_MS + 15_000, tag="v0.0.1"), fence=stale)
     assert not a.renew_if_due()  # and the next renewal tells it
     assert a.fence is None and not a.is_held()
-    assert store_b.put_app("photocraft", fetched(START_MS + 30_000, tag="v2.0.0"), fence=2)
+    assert b.fence is not None
+    assert store_b.put_app("photocraft", fetched(START_MS + 30_000, tag="v2.0.0"), fence=b.fence)
     release = store_b.read().apps["photocraft"].latest_release
     assert release is not None and release.tag == "v2.0.0"
 
@@ -176,7 +184,7 @@ def test_a_renewal_blackout_is_a_loss_before_anyone_may_take_over(
     fake_clock.advance(9.999)
     assert not b.try_acquire()
     fake_clock.advance(0.001)
-    assert b.try_acquire() and b.fence == 2
+    assert b.try_acquire() and number(b) == 2
 
 
 def test_a_short_blackout_is_survived(
@@ -206,15 +214,16 @@ def test_a_clean_release_lets_a_standby_in_at_once_and_the_fence_survives(
     store: StateStore, fake_clock: FakeClock
 ) -> None:
     a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
-    assert a.try_acquire()
+    assert a.try_acquire() and a.fence is not None
+    released = a.fence
     a.release()
     assert a.fence is None and not a.is_held() and a.released
     assert a.current() == ("a", 1, 0)  # expired in place
     a.release()  # idempotent
     assert b.try_acquire()
-    assert b.fence == 2
+    assert number(b) == 2
     with pytest.raises(FenceRejected):
-        store.put_app("photocraft", fetched(), fence=1)
+        store.put_app("photocraft", fetched(), fence=released)
 
 
 def test_release_never_raises(
@@ -243,7 +252,7 @@ def test_a_standby_takes_over_within_ttl_plus_retry_of_a_kill(
     assert b.wait_until_acquired()
     waited = fake_clock.now_ms() - killed_at
     assert TTL <= waited <= TTL + RETRY
-    assert b.fence == 2
+    assert number(b) == 2
     assert set(fake_clock.sleeps) == {RETRY / 1000}
 
 
@@ -297,6 +306,7 @@ def test_the_keeper_reports_a_takeover(state_dir: Path) -> None:
     clock_a, clock_b = FakeClock(), FakeClock()
     a = lease_on(StateStore(state_dir), clock_a, "a")
     b = lease_on(StateStore(state_dir), clock_b, "b")
+    a.store.open_for_writing()
     assert a.try_acquire()
     clock_b.advance(30)
     assert b.try_acquire()
