@@ -1,4 +1,6 @@
-"""`manage.py poll_craft_releases` as real processes: exit codes, signals and the lease.
+"""`manage.py poll_craft_releases` as real processes: exit codes, signals, the lease, and the
+state file under faults (deleted under gunicorn and the poller, read-only, full, locked, a
+symbolic link, a crowd of --once runs on a new directory).
 
 The pollers talk to the local GitHub stand-in; the lease is shortened (TTL 3 s, retry 0.5 s)
 through its settings so takeovers happen in seconds. Waiting here is for real processes and
@@ -11,10 +13,13 @@ import contextlib
 import hashlib
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -314,33 +319,45 @@ def read_only(path: Path) -> Iterator[None]:
             path.chmod(0o600)
 
 
-def on_a_full_disk(prepared: Path, mount: Path, free_pages: int, *args: str) -> list[str]:
-    """The command that runs the poller with its state directory on a real, full filesystem.
+def once_on_a_full_disk(env: dict[str, str], prepared: Path, work: Path, free_pages: int) -> tuple[int, str]:
+    """Runs ``poll_craft_releases --once`` with its state directory on a real, full filesystem;
+    returns its exit status and output.
 
     In a private mount namespace (an unprivileged user namespace: no root needed, nothing shown
-    to the rest of the machine) a 256 KiB tmpfs is mounted at ``mount``, the prepared state file
-    copied into it and the rest filled but for ``free_pages`` pages of 4 KiB; SQLite then meets
-    ENOSPC ("database or disk is full") exactly as on a full disk. Measured: opening the file
-    takes 8 pages (its -shm), taking the lease 3 more, storing an app's release 2-3 more.
+    to the rest of the machine) a 256 KiB tmpfs is mounted at ``work/full``, the prepared state
+    file copied into it and the rest filled but for ``free_pages`` pages of 4 KiB; SQLite then
+    meets ENOSPC ("database or disk is full") exactly as on a full disk. Measured: opening the
+    file takes 8 pages (its -shm), taking the lease 3 more, storing an app's release 2-3 more.
     """
+    mount = work / "full"
+    mount.mkdir()
     script = (
         'set -e; mount -t tmpfs -o size=256k,mode=0700 tmpfs "$1"; cp "$2/' + DB + '" "$1/";'
         ' dd if=/dev/zero of="$1/filler" bs=4096 2>/dev/null || true;'
         ' truncate -s "-$(( $3 * 4096 ))" "$1/filler"; shift 3; exec "$@"'
     )
-    return [
+    command = [
         "unshare", "--user", "--map-root-user", "--mount",
         "sh", "-c", script, "sh", str(mount), str(prepared), str(free_pages),
-        sys.executable, "manage.py", "poll_craft_releases", *args,
+        sys.executable, "manage.py", "poll_craft_releases", "--once",
     ]  # fmt: skip
+    done = subprocess.run(
+        command,
+        cwd=ROOT,
+        env={**env, "CRAFT_APPS_STATE_DIR": str(mount)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, done.stdout
 
 
 @pytest.mark.parametrize("args", [("--once",), ("--no-startup-delay",)])
 def test_a_read_only_state_file_is_an_error_naming_it_not_another_poller(
     pollers, github: FakeGitHub, state_dir: Path, args: tuple[str, ...]
 ):
-    assert pollers("--once").finish() == 0  # the file now holds a lease released long ago
-    github.reset_requests()
+    publish(state_dir, {})  # a file whose lease was released long ago
     with read_only(state_dir / DB):
         poller = pollers(*args)
         assert poller.finish() == 1, poller.output()
@@ -357,23 +374,11 @@ def test_a_full_disk_is_an_error_naming_the_file_not_another_poller(
     poller_env: dict[str, str], github: FakeGitHub, state_dir: Path, tmp_path: Path
 ):
     publish(state_dir, {})  # a file whose lease was released long ago
-    mount = tmp_path / "full"
-    mount.mkdir()
-    with (tmp_path / "full.log").open("w+") as log:
-        status = subprocess.run(
-            on_a_full_disk(state_dir, mount, 8 + 1, "--once"),  # room to open the file, not to write
-            cwd=ROOT,
-            env={**poller_env, "CRAFT_APPS_STATE_DIR": str(mount)},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=60,
-        ).returncode
-        log.seek(0)
-        out = log.read()
+    status, out = once_on_a_full_disk(poller_env, state_dir, tmp_path, 8 + 1)  # room to open it only
     assert status == 1, out
     assert (
-        f"can't write the lease to the state file: craft_apps state file {mount / DB} cannot be written "
-        "(database or disk is full)"
+        f"can't write the lease to the state file: craft_apps state file {tmp_path / 'full' / DB} "
+        "cannot be written (database or disk is full)"
     ) in out
     assert "another poller" not in out
     assert github.requests == []
@@ -383,20 +388,8 @@ def test_on_a_full_disk_the_round_summary_counts_only_what_was_saved(
     poller_env: dict[str, str], github: FakeGitHub, state_dir: Path, tmp_path: Path
 ):
     StateStore(state_dir).open_for_writing()  # an empty file: every app is due
-    mount = tmp_path / "full"
-    mount.mkdir()
-    env = {**poller_env, "CRAFT_APPS_STATE_DIR": str(mount), "CRAFT_APPS_LEASE_TTL_SECS": "30"}
-    with (tmp_path / "full.log").open("w+") as log:
-        status = subprocess.run(
-            on_a_full_disk(state_dir, mount, 8 + 4, "--once"),  # room for the lease, not for the apps
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=60,
-        ).returncode
-        log.seek(0)
-        out = log.read()
+    env = {**poller_env, "CRAFT_APPS_LEASE_TTL_SECS": "30"}
+    status, out = once_on_a_full_disk(env, state_dir, tmp_path, 8 + 4)  # room for the lease, not the apps
     assert status == 0, out  # the round ran
     assert len(github.requests) == len(APPS)
     assert (
@@ -504,3 +497,133 @@ def test_a_state_file_that_is_a_symbolic_link_is_refused_and_its_target_left_alo
     )
     assert digest(elsewhere / DB) == before
     assert github.requests == []
+
+
+# ---- a state file deleted under gunicorn and the poller (issue 9, item 1) ------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Site:
+    """gunicorn with two sync workers; its access log says which worker sent which answer."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.log = log
+        self._out = log.open("wb")
+        self.process = subprocess.Popen(
+            [
+                sys.executable, "-m", "gunicorn", "--workers", "2", "--bind", f"127.0.0.1:{self.port}",
+                "--access-logfile", "-", "--access-logformat", "access %(p)s %(s)s %({cache-control}o)s",
+                "config.wsgi:application",
+            ],
+            cwd=ROOT, env=env, stdout=self._out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def get(self) -> tuple[int, str, bytes]:
+        url = f"http://127.0.0.1:{self.port}/v1/craft_apps/release_info"
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, answer.headers["Cache-Control"], answer.read()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def workers_that_answered(self, cache_control: str) -> set[str]:
+        lines = [line.split(" ", 3) for line in self.output().splitlines() if line.startswith("access ")]
+        return {pid for _, pid, status, header in lines if status == "200" and header == cache_control}
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._out.close()
+
+
+def stored(state_dir: Path) -> dict[str, tuple[str, str, int]]:
+    """app key -> (release JSON, ETag, fetch time) as the state file has them."""
+    db = sqlite3.connect(f"{(state_dir / DB).as_uri()}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT key, release_json, etag, fetched_ms FROM app_state").fetchall()
+    finally:
+        db.close()
+    return {key: (release, etag, fetched) for key, release, etag, fetched in rows}
+
+
+def test_a_state_file_deleted_under_gunicorn_and_the_poller_loses_nothing_either_knew(
+    poller_env: dict[str, str], github: FakeGitHub, state_dir: Path, tmp_path: Path
+):
+    env = poller_env
+    poller = Poller(env, tmp_path / "poller.log", "--no-startup-delay")
+    site = Site(env, tmp_path / "gunicorn.log")
+    try:
+        poller.wait_for("2 fetched")
+        before = stored(state_dir)
+        assert len(before) == 2 and all(etag for _, etag, _ in before.values())
+
+        # Both workers serve the full answer before the file goes.
+        wait_until(lambda: site.process.poll() is None and _answers(site), 30, "gunicorn to answer")
+        status, cache_control, good = site.get()
+        assert (status, cache_control) == (200, "public, max-age=60")
+        warm = lambda: len(site.workers_that_answered("public, max-age=60")) == 2  # noqa: E731
+        wait_until(lambda: _burst(site) and warm(), 30, "both workers to serve the full answer")
+
+        for path in state_files(state_dir):
+            path.unlink(missing_ok=True)
+        deleted_at = time.monotonic()
+        answers = []
+        while not (state_dir / DB).exists() or time.monotonic() - deleted_at < 0.5:
+            answers.append(site.get())
+            assert time.monotonic() - deleted_at < 5, "the poller makes it anew within a second or so"
+        assert {(s, c) for s, c, _ in answers} == {(200, "public, max-age=60")}
+        assert all(body == good for _, _, body in answers), "every answer was the last good one"
+
+        # Nothing the poller knew was lost: releases, ETags and fetch times are all back.
+        assert stored(state_dir) == before
+        assert "was deleted; made it anew from memory (2 apps" in poller.output()
+        requests_so_far = len(github.requests)
+        out = site.output()
+        missing_lines = [line for line in out.splitlines() if "serving the last good answer" in line]
+        assert 1 <= len(missing_lines) <= 2, out  # one line per worker that noticed
+        assert all(f"{state_dir / DB} is missing" in line for line in missing_lines)
+        assert "serving the not-fetched-yet answer" not in out
+    finally:
+        site.stop()
+        poller.process.send_signal(signal.SIGTERM)
+        poller.finish()
+
+    assert len(github.requests) == requests_so_far, "the poller fetched nothing again"
+    # The next round revalidates what the made-anew file holds (an hour on, every app is due).
+    db = sqlite3.connect(state_dir / DB)
+    db.execute("UPDATE app_state SET fetched_ms = fetched_ms - 3600000")
+    db.commit()
+    db.close()
+    github.reset_requests()
+    again = Poller(env, tmp_path / "again.log", "--once")
+    assert again.finish() == 0, again.output()
+    assert [r.status for r in github.requests] == [304, 304]
+    assert all(r.header("If-None-Match") == github.etag_of(str(r.repo)) for r in github.requests)
+
+
+def _answers(site: Site) -> bool:
+    try:
+        return site.get()[0] == 200
+    except OSError:
+        return False
+
+
+def _burst(site: Site) -> bool:
+    """Eight requests at once, so that both sync workers get some."""
+    threads = [threading.Thread(target=site.get) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return True

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from craft_apps.domain import Backoff
 from craft_apps.lease import Lease, LeaseKeeper, LeaseTiming, make_holder
-from craft_apps.state_store import FenceRejected, StateStore
+from craft_apps.state_store import (
+    FenceRejected,
+    StateFileMissing,
+    StateSnapshot,
+    StateStore,
+    StateUnavailable,
+)
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.state import _race
 from tests.state.conftest import fetched
@@ -36,10 +43,17 @@ def lock_writes(store: StateStore) -> sqlite3.Connection:
     return blocker
 
 
-class StoppingClock(FakeClock):
+class StoppingAfter(FakeClock):
+    """A clock whose sleep reports a stop request (as SystemClock does) from its ``sleeps``-th on."""
+
+    def __init__(self, sleeps: int = 1) -> None:
+        super().__init__()
+        self.left = sleeps
+
     def sleep(self, seconds: float) -> bool:
         super().sleep(seconds)
-        return False  # as SystemClock does when a stop was requested
+        self.left -= 1
+        return self.left > 0
 
 
 # ---- timing -------------------------------------------------------------------------------------
@@ -207,6 +221,92 @@ def test_a_short_blackout_is_survived(
     assert a.is_held()
 
 
+# ---- a deleted state file ----------------------------------------------------------------------
+
+
+def delete_files(store: StateStore) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+
+
+def test_a_holder_makes_its_deleted_file_anew_from_what_it_knows_and_keeps_its_fence(
+    store: StateStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = lease_on(store, fake_clock, "a")
+    assert a.try_acquire() and a.fence is not None
+    known = {"photocraft": fetched(START_MS, etag='"e1"'), "filmcraft": fetched(START_MS + 1, tag="v2.0.0")}
+    for key, state in known.items():
+        assert store.put_app(key, state, fence=a.fence)
+    backoff = Backoff(until_ms=START_MS + 60_000, trouble=1)
+    store.put_backoff(backoff, fence=a.fence)
+    a.keep_file_with(lambda: StateSnapshot(0, known, backoff))
+    reader = StateStore(store.state_dir)
+    assert reader.read().apps == known
+
+    delete_files(store)
+    fake_clock.advance(1)  # not due for renewal: the file is looked at on every check
+    with caplog.at_level(logging.WARNING, logger="craft_apps.lease"):
+        assert a.renew_if_due()
+    snapshot = reader.read()
+    assert (snapshot.apps, snapshot.backoff) == (known, backoff)
+    assert a.current() == ("a", 1, START_MS + 1_000 + TTL)
+    assert store.put_app("photocraft", fetched(START_MS + 5, etag='"e2"'), fence=a.fence)
+    [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert f"the state file {store.path} was deleted; made it anew from memory (2 apps" in line
+
+
+def test_a_holder_whose_file_another_made_anew_loses_it_though_both_have_fence_1(state_dir: Path) -> None:
+    store_a, store_b = StateStore(state_dir), StateStore(state_dir)
+    store_a.open_for_writing()
+    clock = FakeClock()
+    a, b = lease_on(store_a, clock, "a"), lease_on(store_b, clock, "b")
+    assert a.try_acquire() and a.fence is not None and a.fence.number == 1
+    a.keep_file_with(lambda: StateSnapshot(0, {"photocraft": fetched()}, Backoff()))
+    delete_files(store_a)
+    store_b.open_for_writing()  # another poller starting now makes a new, empty file...
+    assert b.try_acquire() and b.fence is not None and b.fence.number == 1  # ...and takes fence 1
+
+    with pytest.raises(FenceRejected, match="is held by b with fence 1"):
+        store_a.put_app("photocraft", fetched(START_MS + 1), fence=a.fence)
+    assert not a.renew_if_due()  # the replaced file is noticed at once, not when renewal is due
+    assert a.fence is None
+    assert store_b.read().apps == {}
+    assert a.current() == ("b", 1, START_MS + TTL)
+
+
+def test_a_standby_leaves_the_holder_a_ttl_before_making_a_missing_file(
+    store: StateStore, fake_clock: FakeClock
+) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    delete_files(store)  # and a is gone too, say
+    assert not b.try_acquire()
+    assert isinstance(b.unreachable, StateFileMissing)
+    fake_clock.advance(29.999)
+    assert not b.try_acquire()
+    assert not store.path.exists(), "a standby never makes an empty file while a holder may still"
+    fake_clock.advance(0.001)
+    assert b.try_acquire() and number(b) == 1
+    assert b.unreachable is None and store.read().apps == {}
+
+
+def test_a_lease_that_cannot_be_written_says_why_and_waiting_logs_it_once(
+    store: StateStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = lock_writes(store)
+    clock = StoppingAfter(3)
+    b = lease_on(store, clock, "b")
+    with caplog.at_level(logging.WARNING, logger="craft_apps.lease"):
+        assert not b.try_acquire()
+        assert isinstance(b.unreachable, StateUnavailable) and "is locked" in str(b.unreachable)
+        assert caplog.records == []  # one attempt reports through `unreachable`; the caller decides
+        assert not b.wait_until_acquired()
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["lease 'poller'"]
+    assert "could not try to acquire" in caplog.text
+
+
 # ---- release and standby ------------------------------------------------------------------------
 
 
@@ -257,7 +357,7 @@ def test_a_standby_takes_over_within_ttl_plus_retry_of_a_kill(
 
 
 def test_waiting_ends_when_a_stop_is_requested(store: StateStore) -> None:
-    clock = StoppingClock()
+    clock = StoppingAfter()
     assert lease_on(store, clock, "a").try_acquire()
     b = lease_on(store, clock, "b")
     assert not b.wait_until_acquired()

@@ -297,6 +297,94 @@ def test_someone_elses_database_is_not_taken_over(state_dir: Path) -> None:
     _assert_unusable(state_dir, "is not a craft_apps state file")
 
 
+# The first format as it shipped: the lease without an epoch.
+FIRST_FORMAT = (
+    "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
+    "INSERT INTO store_meta (id, version) VALUES (1, 0)",
+    "CREATE TABLE app_state (key TEXT PRIMARY KEY, release_json TEXT NOT NULL, etag TEXT,"
+    " fetched_ms INTEGER, failed_ms INTEGER, failures INTEGER NOT NULL)",
+    "CREATE TABLE backoff (id INTEGER PRIMARY KEY CHECK (id = 1), until_ms INTEGER,"
+    " trouble INTEGER NOT NULL)",
+    "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
+    " expires_ms INTEGER NOT NULL)",
+    "PRAGMA user_version = 1",
+)
+
+
+def test_a_file_of_the_first_format_gains_the_epoch_in_place_and_older_code_still_uses_it(
+    state_dir: Path, fake_clock: FakeClock
+) -> None:
+    state_dir.mkdir(mode=0o700)
+    db = sqlite3.connect(state_dir / DB_FILENAME, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    for statement in FIRST_FORMAT:
+        db.execute(statement)
+    db.execute("INSERT INTO lease VALUES ('poller', 'old-host:1:aaaa', 7, 0)")  # released
+    db.close()
+    store = StateStore(state_dir)
+    assert store.read() == StateSnapshot(0, {}, Backoff())  # readers need nothing new
+    lease = Lease(store, holder="new-host:2:bbbb", clock=fake_clock)
+    store.open_for_writing()
+    assert lease.try_acquire() and lease.fence is not None and lease.fence.number == 8
+    taken = lease.fence
+    assert store.put_app("photocraft", fetched(), fence=taken)
+    lease.release()
+    store.close()
+    # What the first format's code runs still works on the migrated file (a rolled-back deploy).
+    db = sqlite3.connect(state_dir / DB_FILENAME, isolation_level=None)
+    db.execute(
+        "INSERT INTO lease (name, holder, fence, expires_ms) VALUES ('poller', 'old-host:3:cccc', 1, 9)"
+        " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, fence = lease.fence + 1,"
+        " expires_ms = excluded.expires_ms WHERE lease.expires_ms <= 5"
+    )
+    row = db.execute("SELECT holder, fence, epoch FROM lease").fetchone()
+    file_format = db.execute("PRAGMA user_version").fetchone()[0]
+    db.close()
+    assert row == ("old-host:3:cccc", 9, taken.epoch) and file_format == FORMAT_VERSION
+    with pytest.raises(FenceRejected):  # the older holder's custody matches no fence of this code
+        StateStore(state_dir).put_app("photocraft", fetched(START_MS + 1), fence=replace(taken, number=9))
+
+
+def test_a_symbolic_link_is_refused_and_what_it_points_to_is_left_untouched(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    elsewhere = StateStore(tmp_path / "elsewhere")
+    elsewhere.open_for_writing()
+    elsewhere.close()
+    state_dir.mkdir(mode=0o700)
+    (state_dir / DB_FILENAME).symlink_to(elsewhere.path)
+    _assert_unusable(state_dir, "is a symbolic link; refusing to follow it")
+
+
+@pytest.mark.parametrize("companion", ["-wal", "-shm"])
+def test_a_symbolic_link_beside_the_file_is_refused_too(
+    store: StateStore, fence: Fence, tmp_path: Path, companion: str
+) -> None:
+    store.put_app("photocraft", fetched(), fence=fence)
+    store.close()  # the last connection: -wal and -shm are gone
+    target = tmp_path / "target"
+    target.write_bytes(b"")
+    Path(f"{store.path}{companion}").symlink_to(target)
+    message = f"craft_apps state file {store.path}{companion} is a symbolic link; refusing to follow it"
+    with pytest.raises(StateUnavailable, match=message):
+        StateStore(store.state_dir).read()
+    with pytest.raises(StateUnavailable, match=message):
+        StateStore(store.state_dir).open_for_writing()
+    assert target.read_bytes() == b""
+
+
+def test_a_deleted_file_is_made_anew_only_where_there_is_none(store: StateStore, fence: Fence) -> None:
+    apps = {"photocraft": fetched()}
+    assert not store.recreate("poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
+    assert store.read().apps == {}, "a file that is there is never replaced"
+    for path in store.state_dir.iterdir():
+        path.unlink()
+    assert store.recreate("poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
+    assert store.read() == StateSnapshot(1, apps, Backoff())
+    assert all(p.name.startswith(DB_FILENAME) for p in store.state_dir.iterdir()), "nothing left aside"
+    assert mode(store.path) == 0o600
+
+
 # ---- privacy ------------------------------------------------------------------------------------
 
 
