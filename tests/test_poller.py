@@ -327,9 +327,7 @@ def test_release_json_fixture_is_realistic():
 
 
 @responses.activate
-def test_the_summary_counts_only_what_the_state_file_took_and_the_trouble_is_logged_once(
-    host: Host, caplog
-):
+def test_the_summary_counts_only_what_the_state_file_took_and_the_trouble_is_logged_once(host: Host, caplog):
     for app in APPS:
         responses.get(url(app), json=release_json(app))
     blocker = sqlite3.connect(host.store.path, isolation_level=None)
