@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench.stats import percentile
 from craft_apps.domain import AppState
-from craft_apps.host.store import StateStore
+from craft_apps.host.store import Fence, StateStore
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class RecordingStateStore(StateStore):
         self._log = log
         self._now_ms = now_ms
 
-    def put_app(self, key: str, state: AppState, *, fence: int) -> bool:
+    def put_app(self, key: str, state: AppState, *, fence: Fence) -> bool:
         written = super().put_app(key, state, fence=fence)
         if written:
             self._log.written(self._host, key, state, self._now_ms())

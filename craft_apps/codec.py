@@ -19,7 +19,7 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.instants import format_rfc3339, parse_rfc3339
+from craft_apps.instants import format_rfc3339, instant_or_none
 
 
 def release_to_dict(release: Release) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def release_from_dict(data: object) -> Release:
         tag=_str(obj, "tag"),
         version=_str(obj, "version"),
         name=_str(obj, "name"),
-        published_at=None if published is None else parse_rfc3339(_str(obj, "published_at")),
+        published_at=None if published is None else instant_or_none(_str(obj, "published_at")),
         html_url=_str(obj, "html_url"),
         prerelease=_bool(obj, "prerelease"),
         notes_markdown=_str(obj, "notes_markdown"),

@@ -154,3 +154,10 @@ class LeaseTiming:
     @property
     def renew_deadline_ms(self) -> int:
         return self.ttl_ms * 2 // 3
+
+    @property
+    def lock_wait_s(self) -> float:
+        """How long a write waits out another process's lock on the state file: a tenth of the
+        TTL (3 s by default) lets a crowd of pollers starting together queue up, and still
+        leaves a holder time to renew before its deadline."""
+        return self.ttl_ms / 10_000

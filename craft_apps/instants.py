@@ -3,6 +3,10 @@
 Internally every instant is an ``int`` of Unix milliseconds (SQLite, Redis and the lease all
 compare integers). At the JSON edge an instant is RFC 3339 in UTC ending in ``Z``, with
 milliseconds only when they are not zero (``2026-10-08T14:52:50Z``, ``...50.125Z``).
+
+Every instant written reads back: the year is always four digits. On the way in, an instant
+outside 1970-9999 (GitHub's ``0001-01-01T00:00:00Z`` placeholder, say) is no instant at all:
+``instant_or_none`` is the one place that decides it, for GitHub's JSON and for stored JSON.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+FIRST_YEAR, LAST_YEAR = 1970, 9999  # the instants we keep; anything else reads as null
 
 
 def ms_to_datetime(ms: int) -> datetime:
@@ -25,7 +30,8 @@ def datetime_to_ms(value: datetime) -> int:
 def format_rfc3339(value: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SS[.mmm]Z`` in UTC; the milliseconds only when not zero."""
     utc = value.astimezone(UTC)
-    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    # Not strftime: its %Y drops the leading zeros of a year below 1000 on glibc.
+    text = f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}"
     millis = utc.microsecond // 1000
     if millis:
         text += f".{millis:03d}"
@@ -47,3 +53,15 @@ def parse_rfc3339(text: str) -> datetime:
     if parsed.tzinfo is None:
         raise ValueError(f"timestamp without a zone: {text!r}")
     return parsed.astimezone(UTC)
+
+
+def instant_or_none(text: str) -> datetime | None:
+    """``parse_rfc3339``, but None for an instant outside 1970-9999 (in UTC).
+
+    Raises ``ValueError`` for text that is not an RFC 3339 timestamp with a zone.
+    """
+    try:
+        parsed = parse_rfc3339(text)
+    except OverflowError:  # a zone offset that moves the instant past year 1 or 9999
+        return None
+    return parsed if FIRST_YEAR <= parsed.year <= LAST_YEAR else None

@@ -3,8 +3,9 @@
 Contract: always 200. The body is built from the host's state file once per state version and
 kept encoded, so a request that finds the same version re-reads and re-serializes nothing (one
 tiny version query). ``Cache-Control: public, max-age=60`` once every app was fetched, ``no-store``
-before. When the state file can't be read, the answer is the last good one this process served,
-else the not-fetched-yet answer (``no-store``), and one log line says why.
+before. When the state file can't be read, or is missing (not created yet, or deleted and not
+yet made anew by the poller), the answer is the last good one this process served, else the
+not-fetched-yet answer (``no-store``), and one log line says why.
 """
 
 from __future__ import annotations
@@ -98,8 +99,13 @@ class AnswerCache:
         try:
             marker = store.version_marker()
             if self._key == (store.path, marker, apps, notices) and self._answer is not None:
+                # A file made anew can come back with the same identity and version as the
+                # one that went away (inode numbers are reused): it is readable again all the same.
+                self._readable_again(store)
                 return self._answer
             snapshot = store.read()
+            if marker[0] is None or store.file_identity() is None:
+                raise store.missing()
         except StateUnavailable as err:
             return self._fallback(apps, str(err), notices)
         except Exception as err:  # the endpoint never fails, whatever the state file does
@@ -107,10 +113,14 @@ class AnswerCache:
         answer = encode_answer(build_release_info(apps, snapshot.apps), notices)
         with self._lock:
             self._key, self._answer = (store.path, (marker[0], snapshot.version), apps, notices), answer
+        self._readable_again(store)
+        return answer
+
+    def _readable_again(self, store: StateStore) -> None:
+        with self._lock:
             if self._failure is not None:
                 logger.info("Craft apps state file is readable again: %s", store.path)
                 self._failure = None
-        return answer
 
     def _fallback(self, apps: tuple[AppSpec, ...], reason: str, notices: Notices) -> EncodedAnswer:
         with self._lock:

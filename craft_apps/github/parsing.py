@@ -30,7 +30,7 @@ from craft_apps.domain import (
     ReleaseAsset,
 )
 from craft_apps.github.links import link_under
-from craft_apps.instants import parse_rfc3339
+from craft_apps.instants import instant_or_none
 
 MAX_TAG_CHARS = 64
 MAX_NAME_CHARS = 200
@@ -143,8 +143,8 @@ def _published_at(value: object) -> datetime | None:
     if not isinstance(value, str):
         return None
     try:
-        return parse_rfc3339(value)
-    except (ValueError, OverflowError):
+        return instant_or_none(value)
+    except ValueError:
         return None
 
 

@@ -5,8 +5,14 @@ Acquiring is a single upsert that only takes an expired lease, and every change 
 renews every TTL/3. If no renewal has succeeded for the renew deadline (2/3 TTL) it counts
 itself lost, whatever the reason (a takeover, or a blackout it cannot see through), and since
 the deadline is shorter than the TTL it does so before anyone else may take over. Every write to
-the state file carries the fence, so a stalled former holder's writes are refused. A clean
-shutdown expires the lease in place: a standby takes over at once and the fence survives.
+the state file carries the fence (holder, number and a random epoch per custody), so a stalled
+former holder's writes are refused, in this file and in any file made after it was deleted. A
+clean shutdown expires the lease in place: a standby takes over at once and the fence survives.
+
+A holder whose file is deleted makes it anew at once (within a renewal check), whole, from what
+its poller holds (``keep_file_with``) and with its own lease row, unless another process made
+one first: then that file's lease decides and the holder steps down. A standby that finds no
+file leaves the holder a TTL to do so before it creates an empty one itself.
 All timing comes from the injected clock; timestamps are Unix milliseconds.
 """
 
@@ -21,7 +27,14 @@ from collections.abc import Callable
 
 from craft_apps.clock import Clock
 from craft_apps.domain import LeaseTiming
-from craft_apps.host.store import POLLER_LEASE, StateStore, StateUnavailable
+from craft_apps.host.store import (
+    POLLER_LEASE,
+    Fence,
+    StateFileMissing,
+    StateSnapshot,
+    StateStore,
+    StateUnavailable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -50,18 +63,24 @@ class Lease:
         self.name = name
         self.holder = holder
         self.timing = timing
-        self.fence: int | None = None  # set while held; None before, after loss and after release
+        self.fence: Fence | None = None  # set while held; None before, after loss and after release
+        # Why the last attempt to acquire could not reach the state file; None when it could.
+        self.unreachable: StateUnavailable | None = None
         self._clock = clock
         self._renewed_ms = 0  # when the last successful acquire or renewal started
         self._in_blackout = False
         self._released = False
+        self._missing_since_ms: int | None = None  # when a standby first found no file
+        self._held_file: tuple[int, int] | None = None  # the file the lease was last taken or renewed in
+        self._contents: Callable[[], StateSnapshot] | None = None
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Lease({self.name!r}, holder={self.holder!r}, fence={self.fence})"
 
     def try_acquire(self) -> bool:
-        """One attempt. True when held (already, or now with a new fence)."""
+        """One attempt. True when held (already, or now with a new fence). False when someone
+        else holds it, or when the state file can't be reached: then ``unreachable`` says why."""
         with self._lock:
             now = self._clock.now_ms()
             if self._held_at(now):
@@ -69,12 +88,11 @@ class Lease:
             if self.fence is not None:
                 self._lose(f"no successful renewal for {now - self._renewed_ms} ms")
             try:
-                fence = self.store.acquire_lease(
-                    self.name, self.holder, now_ms=now, ttl_ms=self.timing.ttl_ms
-                )
+                fence = self._acquire_or_wait_for_the_file(now)
             except StateUnavailable as err:
-                self._note_blackout("could not try to acquire", err)
+                self.unreachable = err  # the caller reports it, or waits (and logs it) below
                 return False
+            self.unreachable = None
             self._end_blackout()
             if fence is None:
                 logger.debug("lease %r is held by someone else; %s waits", self.name, self.holder)
@@ -82,12 +100,30 @@ class Lease:
             self.fence = fence
             self._renewed_ms = now
             self._released = False
-            logger.info("lease %r acquired by %s with fence %d", self.name, self.holder, fence)
+            self._note_held_file()
+            logger.info("lease %r acquired by %s with fence %s", self.name, self.holder, fence)
             return True
+
+    def _acquire_or_wait_for_the_file(self, now: int) -> Fence | None:
+        try:
+            fence = self.store.acquire_lease(self.name, self.holder, now_ms=now, ttl_ms=self.timing.ttl_ms)
+        except StateFileMissing:
+            # The holder, if alive, makes the file anew from what it knows within a renewal
+            # check; an empty file made here first would throw that away. After a TTL it is gone.
+            if self._missing_since_ms is None:
+                self._missing_since_ms = now
+            if now - self._missing_since_ms < self.timing.ttl_ms:
+                raise
+            self.store.open_for_writing()
+            fence = self.store.acquire_lease(self.name, self.holder, now_ms=now, ttl_ms=self.timing.ttl_ms)
+        self._missing_since_ms = None
+        return fence
 
     def wait_until_acquired(self) -> bool:
         """Tries every retry period; False when the clock's sleep reports a stop request."""
         while not self.try_acquire():
+            if self.unreachable is not None:
+                self._note_blackout("could not try to acquire", self.unreachable)
             if not self._clock.sleep(self.timing.retry_ms / 1000):
                 return False
         return True
@@ -102,12 +138,16 @@ class Lease:
             if self._deadline_passed(now):
                 self._lose(f"no successful renewal for {now - self._renewed_ms} ms")
                 return False
-            if now - self._renewed_ms < self.timing.renew_every_ms:
+            recreated = self._recreate_if_deleted(fence, now)
+            if recreated is not None:
+                return recreated
+            # A file replaced since the last renewal is checked at once: this holder's custody
+            # is most likely not in it, and the poller must not ask GitHub on its behalf.
+            due = now - self._renewed_ms >= self.timing.renew_every_ms
+            if not due and not self._file_replaced():
                 return True
             try:
-                renewed = self.store.renew_lease(
-                    self.name, self.holder, fence, now_ms=now, ttl_ms=self.timing.ttl_ms
-                )
+                renewed = self.store.renew_lease(self.name, fence, now_ms=now, ttl_ms=self.timing.ttl_ms)
             except StateUnavailable as err:
                 # A blackout is not yet a loss; the deadline decides (the attempt itself took time).
                 self._note_blackout("could not renew", err)
@@ -117,11 +157,63 @@ class Lease:
                     return False
                 return True
             if not renewed:
-                self._lose("someone else took it over (the fence changed)")
+                self._lose("someone else took it over (the fence changed, or the file was made anew)")
                 return False
             self._end_blackout()
             self._renewed_ms = now
+            self._note_held_file()
             return True
+
+    def keep_file_with(self, contents: Callable[[], StateSnapshot] | None) -> None:
+        """What to make the state file anew from if it is deleted while held (None: nothing)."""
+        with self._lock:
+            self._contents = contents
+
+    def _recreate_if_deleted(self, fence: Fence, now: int) -> bool | None:
+        """None when the file is there (or there is nothing to make it from); else whether this
+        holder still holds the lease after trying to make it anew."""
+        if self._contents is None:
+            return None
+        try:
+            if self.store.file_identity() is not None:
+                return None
+            contents = self._contents()
+            made = self.store.recreate(
+                self.name,
+                fence,
+                expires_ms=now + self.timing.ttl_ms,
+                apps=contents.apps,
+                backoff=contents.backoff,
+            )
+        except StateUnavailable as err:
+            self._note_blackout("could not make the deleted state file anew", err)
+            return None  # the renewal below meets the same trouble; the deadline decides
+        if not made:
+            self._lose("the state file was deleted and another process made a new one first")
+            return False
+        logger.warning(
+            "Craft app releases: the state file %s was deleted; made it anew from memory "
+            "(%d apps, their ETags and fetch times, the backoff and this lease, fence %s).",
+            self.store.path,
+            len(contents.apps),
+            fence,
+        )
+        self._end_blackout()
+        self._renewed_ms = now
+        self._note_held_file()
+        return True
+
+    def _note_held_file(self) -> None:
+        try:
+            self._held_file = self.store.file_identity()
+        except StateUnavailable:
+            self._held_file = None
+
+    def _file_replaced(self) -> bool:
+        try:
+            return self.store.file_identity() != self._held_file
+        except StateUnavailable:
+            return False  # the renewal, when due, meets the same trouble
 
     def is_held(self) -> bool:
         """Acquired, not lost or released, and the renew deadline not passed (per the clock)."""
@@ -136,13 +228,13 @@ class Lease:
                 return
             self._released = True
             try:
-                self.store.expire_lease(self.name, self.holder, fence)
+                self.store.expire_lease(self.name, fence)
             except Exception as err:  # shutdown must go on; the lease then expires by itself
                 logger.warning(
-                    "lease %r: %s could not release fence %d: %s", self.name, self.holder, fence, err
+                    "lease %r: %s could not release fence %s: %s", self.name, self.holder, fence, err
                 )
             else:
-                logger.info("lease %r released by %s (fence %d)", self.name, self.holder, fence)
+                logger.info("lease %r released by %s (fence %s)", self.name, self.holder, fence)
 
     @property
     def released(self) -> bool:

@@ -3,12 +3,14 @@
 One private SQLite database (WAL mode) in the state directory holds, per app key, the latest
 release with its ETag, fetch and failure times; the host's GitHub backoff; a change counter the
 endpoint keys its cached body on; and the poller lease (``craft_apps.host.lease``). Exactly one
-poller per host writes, and every write carries the lease's fence; web workers only read.
+poller per host writes, and every write carries the lease's ``Fence``; web workers only read.
 
 Invariants: a write changes all of one app's fields or none, and never moves an app's fetch back
-in time; a write whose fence is not the lease's current one changes nothing; a file this code
-cannot use (corrupt, newer format, locked, unreadable) raises ``StateUnavailable`` with a
-one-line message and is never rewritten; a reader never creates the file; no token is stored.
+in time; a write whose fence is not this file's current holder, number and epoch changes
+nothing; a file this code cannot use (corrupt, newer format, locked, unreadable, a symbolic
+link) raises ``StateUnavailable`` with a one-line message and is never rewritten; a reader never
+creates the file, and a writer creates it whole (built aside, then linked into place, never over
+another file), so nobody ever sees it half made; no token is stored.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,9 @@ FORMAT_VERSION = 1
 DB_FILENAME = "craft_apps_state.sqlite3"
 POLLER_LEASE = "poller"
 
+# The epoch arrived after format 1 shipped: an older file gains the column in place (the default
+# matches no fence), and older code, which names its columns, still reads and writes the file.
+_EPOCH_COLUMN = "epoch TEXT NOT NULL DEFAULT ''"
 _SCHEMA = (
     "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
     "INSERT INTO store_meta (id, version) VALUES (1, 0)",
@@ -41,7 +47,7 @@ _SCHEMA = (
     "CREATE TABLE backoff (id INTEGER PRIMARY KEY CHECK (id = 1), until_ms INTEGER,"
     " trouble INTEGER NOT NULL)",
     "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
-    " expires_ms INTEGER NOT NULL)",
+    f" expires_ms INTEGER NOT NULL, {_EPOCH_COLUMN})",
     f"PRAGMA user_version = {FORMAT_VERSION}",
 )
 _TABLES = frozenset({"store_meta", "app_state", "backoff", "lease"})
@@ -51,19 +57,34 @@ _VERSION_QUERY = "SELECT user_version, (SELECT version FROM store_meta WHERE id 
 _APP_COLUMNS = "release_json, etag, fetched_ms, failed_ms, failures"
 
 # Only expired leases can change hands, and the fence goes up whenever they do; one statement,
-# so two processes racing for the same expired lease cannot both see it expired.
+# so two processes racing for the same expired lease cannot both see it expired. Every custody
+# gets a random epoch: a file deleted and made anew starts its fences at 1 again, and the epoch
+# is what keeps a former holder's fence 1 from matching a newcomer's.
 _ACQUIRE_LEASE = """
-INSERT INTO lease (name, holder, fence, expires_ms) VALUES (:name, :holder, 1, :expires_ms)
+INSERT INTO lease (name, holder, fence, expires_ms, epoch) VALUES (:name, :holder, 1, :expires_ms, :epoch)
 ON CONFLICT (name) DO UPDATE
-    SET holder = excluded.holder, fence = lease.fence + 1, expires_ms = excluded.expires_ms
+    SET holder = excluded.holder, fence = lease.fence + 1, expires_ms = excluded.expires_ms,
+        epoch = excluded.epoch
     WHERE lease.expires_ms <= :now_ms
 RETURNING fence
 """
-_RENEW_LEASE = (
-    "UPDATE lease SET expires_ms = :expires_ms WHERE name = :name AND holder = :holder AND fence = :fence"
-    " RETURNING fence"
+_THIS_CUSTODY = "name = :name AND holder = :holder AND fence = :fence AND epoch = :epoch"
+_RENEW_LEASE = f"UPDATE lease SET expires_ms = :expires_ms WHERE {_THIS_CUSTODY} RETURNING fence"
+_EXPIRE_LEASE = f"UPDATE lease SET expires_ms = 0 WHERE {_THIS_CUSTODY}"
+_INSERT_LEASE = (
+    "INSERT INTO lease (name, holder, fence, expires_ms, epoch)"
+    " VALUES (:name, :holder, :fence, :expires_ms, :epoch)"
 )
-_EXPIRE_LEASE = "UPDATE lease SET expires_ms = 0 WHERE name = :name AND holder = :holder AND fence = :fence"
+_UPSERT_APP = (
+    f"INSERT INTO app_state (key, {_APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (key) DO UPDATE SET release_json = excluded.release_json,"
+    " etag = excluded.etag, fetched_ms = excluded.fetched_ms,"
+    " failed_ms = excluded.failed_ms, failures = excluded.failures"
+)
+_UPSERT_BACKOFF = (
+    "INSERT INTO backoff (id, until_ms, trouble) VALUES (1, ?, ?) ON CONFLICT (id)"
+    " DO UPDATE SET until_ms = excluded.until_ms, trouble = excluded.trouble"
+)
 
 # Connections a forked child inherited: never used and never closed in the child (closing could
 # disturb the parent's SQLite locks), only kept referenced so they are never garbage collected.
@@ -74,8 +95,31 @@ class StateUnavailable(Exception):
     """The state file can't be used now; the message is one line naming the file and why."""
 
 
+class StateFileMissing(StateUnavailable):
+    """There is no state file where a writer (or the endpoint) expected one: it was deleted."""
+
+
 class FenceRejected(Exception):
     """A write carried a fence that is no longer the lease's current one; nothing was written."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    """What every write carries: the custody of the lease as this file's lease row records it.
+
+    ``number`` increases at every change of custody within one file; ``epoch`` is random per
+    custody, so a fence taken on a file that was since deleted matches nothing in its successor.
+    """
+
+    holder: str
+    number: int
+    epoch: str
+
+    def __str__(self) -> str:
+        return str(self.number)
+
+    def params(self, name: str) -> dict[str, Any]:
+        return {"name": name, "holder": self.holder, "fence": self.number, "epoch": self.epoch}
 
 
 @dataclass(frozen=True)
@@ -176,17 +220,56 @@ class StateStore:
     # ---- write side ------------------------------------------------------------------------
 
     def open_for_writing(self) -> None:
-        """Creates the directory, the file and the schema as needed and checks what is there.
+        """Creates the directory and the file as needed and checks what is there.
 
-        A corrupt, foreign or newer-format file raises StateUnavailable and is left untouched.
-        Cheap after the first call in a process (until the file is replaced).
+        A missing file is built aside and linked into place whole; if another process links
+        one first, that one is used. A corrupt, foreign or newer-format file raises
+        StateUnavailable and is left untouched. Cheap after the first call in a process (until
+        the file is replaced).
         """
-        pid = os.getpid()
         file_id = self._file_id()
-        if file_id is not None and self._ready_for_writing == (pid, file_id):
+        if file_id is not None and self._ready_for_writing == (os.getpid(), file_id):
             return
         self._prepare_directory()
-        self._create_private_file()
+        if file_id is None and self._create_whole(None):
+            logger.info("craft_apps state file %s created (format %d)", self.path, FORMAT_VERSION)
+        self._check_for_writing()
+
+    def recreate(
+        self, name: str, fence: Fence, *, expires_ms: int, apps: Mapping[str, AppState], backoff: Backoff
+    ) -> bool:
+        """Makes a deleted file anew, whole: ``apps``, ``backoff`` and the lease row of ``fence``
+        (expiring at ``expires_ms``), so its holder's fence stays valid and what it knew is kept.
+
+        False, with nothing written, when a file is there: another process made it, its lease
+        decides, and ``fence`` will be refused there. Raises StateUnavailable.
+        """
+
+        def fill(db: sqlite3.Connection) -> None:
+            for key, state in sorted(apps.items()):
+                try:
+                    row = _encode_app(key, state)
+                except ValueError as err:  # never stored before either: leave it out
+                    logger.warning("craft_apps state file %s: left out app %r: %s", self.path, key, err)
+                    continue
+                db.execute(_UPSERT_APP, (key, *row))
+            db.execute(_UPSERT_BACKOFF, _encode_backoff(backoff))
+            db.execute(_INSERT_LEASE, {**fence.params(name), "expires_ms": expires_ms})
+            self._bump_version(db)
+
+        self._prepare_directory()
+        return self._file_id() is None and self._create_whole(fill)
+
+    def file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the state file, None when there is none: one lstat. A different
+        identity means another file. Raises StateUnavailable (a symbolic link, say)."""
+        return self._file_id()
+
+    def _check_for_writing(self) -> None:
+        """Opens the file that is there for writing once it is known to be ours and sound."""
+        pid = os.getpid()
+        if self._file_id() is None:
+            raise self.missing()
         db = self._open(writable=True)
         try:
             self._check_before_writing(db)
@@ -195,9 +278,10 @@ class StateStore:
                 raise StateUnavailable(f"craft_apps state file {self.path} could not be switched to WAL mode")
             with _transaction(db, "BEGIN IMMEDIATE"):
                 self._create_schema_if_blank(db)
+                self._add_epoch_if_missing(db)
             file_id = self._file_id()
             if file_id is None:
-                raise StateUnavailable(f"craft_apps state file {self.path} disappeared while being opened")
+                raise self.missing()
         except sqlite3.Error as err:
             db.close()
             raise self._unavailable(err) from None
@@ -209,7 +293,7 @@ class StateStore:
         self._remember(key, _Held(db, file_id))
         self._ready_for_writing = (pid, file_id)
 
-    def put_app(self, key: str, state: AppState, *, fence: int) -> bool:
+    def put_app(self, key: str, state: AppState, *, fence: Fence) -> bool:
         """Stores all of one app's fields, or nothing. False when it would go back in time.
 
         Raises FenceRejected (fence not current), StateUnavailable, or ValueError for a state
@@ -229,19 +313,13 @@ class StateStore:
                     return False
                 new = _encode_app(key, state)
                 if old is None or tuple(old) != new:
-                    db.execute(
-                        f"INSERT INTO app_state (key, {_APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
-                        " ON CONFLICT (key) DO UPDATE SET release_json = excluded.release_json,"
-                        " etag = excluded.etag, fetched_ms = excluded.fetched_ms,"
-                        " failed_ms = excluded.failed_ms, failures = excluded.failures",
-                        (key, *new),
-                    )
+                    db.execute(_UPSERT_APP, (key, *new))
                     self._bump_version(db)
                 return True
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
 
-    def put_backoff(self, backoff: Backoff, *, fence: int) -> None:
+    def put_backoff(self, backoff: Backoff, *, fence: Fence) -> None:
         """Stores the host's backoff. Raises FenceRejected, StateUnavailable or ValueError."""
         new = _encode_backoff(backoff)
         db = self._writer()
@@ -250,11 +328,7 @@ class StateStore:
                 self._check_fence(db, fence)
                 old = db.execute("SELECT until_ms, trouble FROM backoff WHERE id = 1").fetchone()
                 if old is None or tuple(old) != new:
-                    db.execute(
-                        "INSERT INTO backoff (id, until_ms, trouble) VALUES (1, ?, ?) ON CONFLICT (id)"
-                        " DO UPDATE SET until_ms = excluded.until_ms, trouble = excluded.trouble",
-                        new,
-                    )
+                    db.execute(_UPSERT_BACKOFF, new)
                     self._bump_version(db)
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
@@ -274,20 +348,29 @@ class StateStore:
 
     # ---- the lease table, for craft_apps.host.lease ---------------------------------------------
 
-    def acquire_lease(self, name: str, holder: str, *, now_ms: int, ttl_ms: int) -> int | None:
-        """The new fence when ``holder`` now holds the lease, None when someone else does."""
-        params = {"name": name, "holder": holder, "now_ms": now_ms, "expires_ms": now_ms + ttl_ms}
+    def acquire_lease(self, name: str, holder: str, *, now_ms: int, ttl_ms: int) -> Fence | None:
+        """The new fence when ``holder`` now holds the lease, None when someone else does.
+        Raises StateUnavailable (StateFileMissing when there is no file: nothing is created)."""
+        epoch = secrets.token_hex(8)
+        params = {
+            "name": name,
+            "holder": holder,
+            "now_ms": now_ms,
+            "expires_ms": now_ms + ttl_ms,
+            "epoch": epoch,
+        }
         rows = self._write_statement(_ACQUIRE_LEASE, params)
-        return int(rows[0][0]) if rows else None
+        return Fence(holder, int(rows[0][0]), epoch) if rows else None
 
-    def renew_lease(self, name: str, holder: str, fence: int, *, now_ms: int, ttl_ms: int) -> bool:
-        """Extends the lease; False when ``holder`` with ``fence`` no longer holds it."""
-        params = {"name": name, "holder": holder, "fence": fence, "expires_ms": now_ms + ttl_ms}
-        return bool(self._write_statement(_RENEW_LEASE, params))
+    def renew_lease(self, name: str, fence: Fence, *, now_ms: int, ttl_ms: int) -> bool:
+        """Extends the lease; False when ``fence`` is no longer this file's current custody."""
+        return bool(
+            self._write_statement(_RENEW_LEASE, {**fence.params(name), "expires_ms": now_ms + ttl_ms})
+        )
 
-    def expire_lease(self, name: str, holder: str, fence: int) -> None:
-        """Expires the lease in place, keeping its fence, if ``holder`` with ``fence`` holds it."""
-        self._write_statement(_EXPIRE_LEASE, {"name": name, "holder": holder, "fence": fence})
+    def expire_lease(self, name: str, fence: Fence) -> None:
+        """Expires the lease in place, keeping its fence, if ``fence`` is the current custody."""
+        self._write_statement(_EXPIRE_LEASE, fence.params(name))
 
     def lease_row(self, name: str) -> tuple[str, int, int] | None:
         """(holder, fence, expires_ms) of the lease, None when there is none (or no file)."""
@@ -318,11 +401,21 @@ class StateStore:
             raise self._unavailable(err) from None
 
     def _writer(self) -> sqlite3.Connection:
-        self.open_for_writing()
+        """The connection for a write. It never creates a file: a file deleted under its writer
+        is reported (StateFileMissing), for the lease holder to make anew from what it knows."""
+        file_id = self._file_id()
+        if file_id is None:
+            raise self.missing()
+        if self._ready_for_writing != (os.getpid(), file_id):
+            self._check_for_writing()
         db = self._connection(writable=True)
         if db is None:  # the file vanished between the two calls
-            raise StateUnavailable(f"craft_apps state file {self.path} disappeared while being opened")
+            raise self.missing()
         return db
+
+    def missing(self) -> StateFileMissing:
+        """The error for a state file that is not there."""
+        return StateFileMissing(f"craft_apps state file {self.path} is missing (deleted, or not created yet)")
 
     def _connection(self, *, writable: bool) -> sqlite3.Connection | None:
         """This process's and thread's connection; None when there is no file to read.
@@ -353,7 +446,10 @@ class StateStore:
         return db
 
     def _open(self, *, writable: bool) -> sqlite3.Connection:
-        # mode=ro/rw: SQLite never creates the file; only _create_private_file does, with 0600.
+        # mode=ro/rw: SQLite never creates the file; only _create_whole does, with 0600.
+        for companion in ("-wal", "-shm"):  # SQLite would write through a link to anywhere
+            with contextlib.suppress(FileNotFoundError):
+                _refuse_links(Path(f"{self.path}{companion}"), os.lstat(f"{self.path}{companion}"))
         uri = f"{self.path.as_uri()}?mode={'rw' if writable else 'ro'}"
         try:
             return sqlite3.connect(
@@ -387,13 +483,15 @@ class StateStore:
 
     def _file_id(self) -> tuple[int, int] | None:
         try:
-            return _stat_id(os.stat(self.path))
+            result = os.lstat(self.path)
         except FileNotFoundError:
             return None
         except OSError as err:
             raise StateUnavailable(
                 f"craft_apps state file {self.path} cannot be read ({_one_line(err.strerror)})"
             ) from None
+        _refuse_links(self.path, result)
+        return _stat_id(result)
 
     def _read_version(self, db: sqlite3.Connection) -> int | None:
         """The counter after checking the format; None for a blank database (not set up yet)."""
@@ -435,13 +533,15 @@ class StateStore:
         return f"is corrupt (missing tables {sorted(missing)})" if missing else None
 
     def _check_before_writing(self, db: sqlite3.Connection) -> None:
-        # Reads only: nothing may be written to a file until it is known to be ours and sound.
-        file_format = db.execute("PRAGMA user_version").fetchone()[0]
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        # Reads only, in one snapshot: nothing may be written to a file until it is known to be
+        # ours and sound, and a file set up by another process meanwhile is seen whole.
+        with _transaction(db, "BEGIN"):
+            file_format = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            check = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
         problem = self._format_problem(file_format, tables)
         if problem is not None:
             raise StateUnavailable(f"craft_apps state file {self.path} {problem}")
-        check = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
         if check != ["ok"]:
             raise StateUnavailable(f"craft_apps state file {self.path} is corrupt ({_one_line(check[0])})")
 
@@ -456,7 +556,52 @@ class StateStore:
             raise StateUnavailable(f"craft_apps state file {self.path} {problem}")
         for statement in _SCHEMA:
             db.execute(statement)
-        logger.info("craft_apps state file %s created (format %d)", self.path, FORMAT_VERSION)
+        logger.info("craft_apps state file %s set up (format %d)", self.path, FORMAT_VERSION)
+
+    @staticmethod
+    def _add_epoch_if_missing(db: sqlite3.Connection) -> None:
+        if "epoch" not in {str(row[1]) for row in db.execute("PRAGMA table_info(lease)")}:
+            db.execute(f"ALTER TABLE lease ADD COLUMN {_EPOCH_COLUMN}")
+
+    def _create_whole(self, fill: Callable[[sqlite3.Connection], None] | None) -> bool:
+        """Builds a complete file (schema, then ``fill``) beside the real one and links it into
+        place. False, with nothing changed, when a file appeared there first: link(2), unlike
+        rename(2), never replaces one. Raises StateUnavailable."""
+        aside = self.state_dir / f".{DB_FILENAME}.{secrets.token_hex(6)}.new"
+        try:
+            fd = os.open(aside, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                os.fchmod(fd, 0o600)  # whatever the umask
+            finally:
+                os.close(fd)
+            db = sqlite3.connect(f"{aside.as_uri()}?mode=rw", uri=True, isolation_level=None)
+            try:
+                with _transaction(db, "BEGIN IMMEDIATE"):
+                    for statement in _SCHEMA:
+                        db.execute(statement)
+                    if fill is not None:
+                        fill(db)
+                # WAL from the start, so nobody ever has to switch it under the others.
+                mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
+            finally:
+                db.close()  # the last connection: its -wal and -shm are folded in and removed
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StateUnavailable(f"craft_apps state file {self.path} could not be switched to WAL mode")
+            try:
+                os.link(aside, self.path)
+            except FileExistsError:
+                return False
+            return True
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+        except OSError as err:
+            raise StateUnavailable(
+                f"craft_apps state file {self.path} cannot be created ({_one_line(err.strerror)})"
+            ) from None
+        finally:
+            for suffix in ("", "-journal", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{aside}{suffix}")
 
     def _prepare_directory(self) -> None:
         try:
@@ -475,27 +620,20 @@ class StateStore:
                 f"craft_apps state directory {self.state_dir} cannot be created ({_one_line(err.strerror)})"
             ) from None
 
-    def _create_private_file(self) -> None:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
+    def _check_fence(self, db: sqlite3.Connection, fence: Fence) -> None:
+        row = db.execute(
+            "SELECT holder, fence, epoch FROM lease WHERE name = ?", (self.lease_name,)
+        ).fetchone()
+        if (
+            isinstance(fence, Fence)
+            and row is not None
+            and tuple(row) == (fence.holder, fence.number, fence.epoch)
+        ):
             return
-        except OSError as err:
-            raise StateUnavailable(
-                f"craft_apps state file {self.path} cannot be created ({_one_line(err.strerror)})"
-            ) from None
-        try:
-            os.fchmod(fd, 0o600)  # whatever the umask
-        finally:
-            os.close(fd)
-
-    def _check_fence(self, db: sqlite3.Connection, fence: int) -> None:
-        row = db.execute("SELECT fence FROM lease WHERE name = ?", (self.lease_name,)).fetchone()
-        current = None if row is None else row[0]
-        if current is None or current != fence or isinstance(fence, bool):
-            raise FenceRejected(
-                f"write with fence {fence} refused: lease {self.lease_name!r} has fence {current}"
-            )
+        held = "nobody" if row is None else f"{row[0]} with fence {row[1]}"
+        raise FenceRejected(
+            f"write with fence {fence} refused: lease {self.lease_name!r} of {self.path} is held by {held}"
+        )
 
     def _bump_version(self, db: sqlite3.Connection) -> None:
         db.execute("UPDATE store_meta SET version = version + 1 WHERE id = 1")
@@ -506,6 +644,8 @@ class StateStore:
             why = "is locked"
         elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
             why = "is corrupt"
+        elif name.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR")):
+            why = "cannot be written"  # read-only, disk full, an I/O error: the cause follows
         else:
             why = "cannot be used"
         return StateUnavailable(f"craft_apps state file {self.path} {why} ({_one_line(err)})")
@@ -523,6 +663,14 @@ def _transaction(db: sqlite3.Connection, begin: str) -> Iterator[None]:
         with contextlib.suppress(sqlite3.Error):
             db.execute("ROLLBACK")
         raise
+
+
+def _refuse_links(path: Path, result: os.stat_result) -> None:
+    """The state directory is the poller's own: a link in it could send writes anywhere."""
+    if stat.S_ISLNK(result.st_mode):
+        raise StateUnavailable(f"craft_apps state file {path} is a symbolic link; refusing to follow it")
+    if not stat.S_ISREG(result.st_mode):
+        raise StateUnavailable(f"craft_apps state file {path} is not a regular file")
 
 
 def _stat_id(result: os.stat_result) -> tuple[int, int]:

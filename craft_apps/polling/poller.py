@@ -11,7 +11,9 @@ Invariants: per app all or nothing (a release, its ETag and its fetch time chang
 304 moves only the fetch time; a failure only the failure fields); nothing goes back in time;
 Redis trouble never stops the host polling alone with the same rules; nothing raises out of a
 tick. Every write to the state file carries the lease's fence, and a refused write ends the
-tick with ``fence_lost`` set so the runner steps down.
+tick with ``fence_lost`` set so the runner steps down. What couldn't be written is kept and
+written again, and the round's summary counts only what was saved. ``held_state`` is what the
+lease makes the file anew from if it is deleted.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
 from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified, RateLimited
-from craft_apps.host.store import FenceRejected, StateStore, StateUnavailable
+from craft_apps.host.store import Fence, FenceRejected, StateSnapshot, StateStore, StateUnavailable
 from craft_apps.instants import format_ms
 from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS, RoundResult, backoff_after, is_due
 
@@ -59,8 +61,14 @@ class PollConfig:
 @dataclass
 class TickReport:
     mode: PollMode
-    round: RoundResult = field(default_factory=RoundResult)
+    round: RoundResult = field(default_factory=RoundResult)  # what GitHub answered
+    saved: RoundResult = field(default_factory=RoundResult)  # of those, what the state file took
     backing_off: bool = False
+
+    def unsaved(self) -> int:
+        """Answers the host's state file did not take (they stay in memory, written later)."""
+        answered = self.round.fetched + self.round.unchanged + self.round.failed
+        return answered - self.saved.requests()
 
 
 class Poller:
@@ -70,7 +78,7 @@ class Poller:
         config: PollConfig,
         github: ReleaseSource,
         host: StateStore,
-        fence: int,
+        fence: Fence,
         clock: Clock,
         shared: SharedStore | None = None,
         still_leader: Callable[[], bool] = lambda: True,
@@ -88,6 +96,7 @@ class Poller:
         self.fence_lost = False
         self._unpublished: set[str] = set()
         self._backoff_unpublished = False
+        self._write_trouble = False  # logged once until a write succeeds again
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -103,6 +112,13 @@ class Poller:
             if key in snapshot.apps:
                 self.memory[key] = snapshot.apps[key]
         self.backoff = snapshot.backoff
+
+    def held_state(self) -> StateSnapshot:
+        """Everything this poller knows about the apps and the backoff (memory holds the fleet's
+        entries too, merged every tick): what a deleted state file is made anew from. Safe to
+        call from the lease keeper's thread (a copy of a dict of frozen values)."""
+        known = {key: state for key, state in dict(self.memory).items() if state != AppState()}
+        return StateSnapshot(0, known, self.backoff)
 
     def warm_start(self) -> bool:
         """Takes the fleet's entries into memory and publishes them, without asking GitHub."""
@@ -124,14 +140,17 @@ class Poller:
         due = [app for app in self.config.apps if self._is_due(app.key, now_ms)]
         if not due:
             return report
-        report.mode = self._poll_round(due, mode, report.round)
+        report.mode = self._poll_round(due, mode, report)
         if report.round.requests() == 0 or self.fence_lost:
             return report
         self._update_backoff(report.round, report.mode)
-        logger.info("%s", _summary(report, self.backoff))
+        logger.log(
+            logging.WARNING if report.unsaved() else logging.INFO, "%s", _summary(report, self.backoff)
+        )
         return report
 
-    def _poll_round(self, due: Iterable[AppSpec], mode: PollMode, result: RoundResult) -> PollMode:
+    def _poll_round(self, due: Iterable[AppSpec], mode: PollMode, report: TickReport) -> PollMode:
+        result = report.round
         for app in due:
             if self.fence_lost or not self.still_leader():
                 break
@@ -149,7 +168,7 @@ class Poller:
             if result.requests() > 0 and not self.clock.sleep(BETWEEN_REQUESTS_MS / 1000):
                 break  # asked to stop
             outcome = self.github.fetch_latest_release(app.repo, self.memory[app.key].etag)
-            mode = self._take_outcome(app, outcome, mode, result)
+            mode = self._take_outcome(app, outcome, mode, report)
             if isinstance(outcome, RateLimited):
                 break  # the rest of the round would be refused too
         return mode
@@ -171,19 +190,19 @@ class Poller:
         return "ask" if claimed else "skip"
 
     def _take_outcome(
-        self, app: AppSpec, outcome: FetchOutcome, mode: PollMode, result: RoundResult
+        self, app: AppSpec, outcome: FetchOutcome, mode: PollMode, report: TickReport
     ) -> PollMode:
+        result = report.round
         now_ms = self.clock.now_ms()
         state = self.memory[app.key]
         share: Callable[[SharedStore], object] | None = None
+        _count(result, outcome)
         if isinstance(outcome, Fetched):
-            result.fetched += 1
             self.memory[app.key] = replace(
                 state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms
             )
             share = self._share_fetch(app.key, SharedStore.write_fetched, now_ms)
         elif isinstance(outcome, NotModified):
-            result.unchanged += 1
             self.memory[app.key] = replace(state, fetched_ms=now_ms)
             share = self._share_fetch(app.key, SharedStore.write_unchanged, now_ms)
         elif isinstance(outcome, RateLimited):
@@ -195,16 +214,17 @@ class Poller:
                 format_ms(outcome.retry_at_ms) if outcome.retry_at_ms else "an unannounced time",
             )
         elif isinstance(outcome, Failed):
-            result.failed += 1
             failures = state.failures + 1 if state.is_failing() else 1
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
             share = partial(SharedStore.write_failure, app_key=app.key, failed_ms=now_ms, failures=failures)
-        if share is None:
+        if isinstance(outcome, RateLimited):
             return mode
         self._unpublished.add(app.key)
         self._publish()
-        if mode is PollMode.COORDINATED and self.shared is not None:
+        if app.key not in self._unpublished:
+            _count(report.saved, outcome)
+        if share is not None and mode is PollMode.COORDINATED and self.shared is not None:
             try:
                 share(self.shared)
             except RedisTrouble as err:
@@ -290,7 +310,17 @@ class Poller:
             self.fence_lost = True
             logger.error("Craft app releases: another poller took over this state directory: %s", err)
         except StateUnavailable as err:
-            logger.warning("Craft app releases: couldn't write the host's state file: %s", err)
+            if not self._write_trouble:
+                self._write_trouble = True
+                logger.warning(
+                    "Craft app releases: couldn't write the host's state file (kept in memory, "
+                    "written again at every change until it works): %s",
+                    err,
+                )
+        else:
+            if self._write_trouble:
+                self._write_trouble = False
+                logger.info("Craft app releases: the host's state file is written again: %s", self.host.path)
 
 
 def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
@@ -310,12 +340,24 @@ def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
     return None if merged is state else merged
 
 
+def _count(result: RoundResult, outcome: FetchOutcome) -> None:
+    if isinstance(outcome, Fetched):
+        result.fetched += 1
+    elif isinstance(outcome, NotModified):
+        result.unchanged += 1
+    elif isinstance(outcome, Failed):
+        result.failed += 1
+
+
 def _summary(report: TickReport, backoff: Backoff) -> str:
-    result = report.round
+    """The round in one line, counting only the answers the host's state file took."""
+    result, saved = report.round, report.saved
     text = (
-        f"Craft app releases ({report.mode.value}): {result.fetched} fetched, "
-        f"{result.unchanged} unchanged, {result.failed} failed"
+        f"Craft app releases ({report.mode.value}): {saved.fetched} fetched, "
+        f"{saved.unchanged} unchanged, {saved.failed} failed"
     )
+    if report.unsaved():
+        text += f", {report.unsaved()} not saved (the host's state file can't be written; kept in memory)"
     if result.rate_limited:
         text += ", rate limited"
     if backoff.until_ms is not None:

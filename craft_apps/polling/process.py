@@ -2,9 +2,11 @@
 
 One active poller per state directory: the runner waits as a standby until it holds the lease,
 polls while it holds it, and steps down to standby when it learns (a refused fenced write, a
-lost renewal) that another process took over. A stop request ends any wait at once; the round
-in flight ends after its current request, and a clean stop expires the lease in place so a
-standby takes over within seconds.
+lost renewal) that another process took over. A state file that can't be written when it
+starts (read-only, disk full, locked for longer than the lock wait, a symbolic link) ends it
+with status 1 and the file and cause named, never as "another poller is active". A stop request
+ends any wait at once; the round in flight ends after its current request, and a clean stop
+expires the lease in place so a standby takes over within seconds.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class RunnerOptions:
     keep_lease_in_background: bool = True  # a thread renews during long requests (not on a fake clock)
 
 
+class _LeaseUnwritable(Exception):
+    """The lease could not be written to the state file; the message names the file and why."""
+
+
 class PollerRunner:
     def __init__(
         self,
@@ -68,7 +74,8 @@ class PollerRunner:
             interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
             max_backoff_ms=app_settings.MAX_BACKOFF_SECS * 1000,
         )
-        host = StateStore(app_settings.STATE_DIR)
+        timing = self.options.lease_timing or app_settings.LEASE_TIMING
+        host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)
         try:
             host.open_for_writing()
         except StateUnavailable as err:
@@ -91,43 +98,58 @@ class PollerRunner:
             host.path,
         )
         holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        timing = self.options.lease_timing or app_settings.LEASE_TIMING
         self.lease = Lease(host, holder=holder, clock=self.clock, timing=timing)
         try:
+            at_start = True
             while not self.stop.is_set():
-                if not self._acquire():
+                if not self._acquire(at_start):
                     return EXIT_OK
+                at_start = False
                 self._hold(config, github, host, shared)
                 if self.options.once:
                     return EXIT_OK
             return EXIT_OK
+        except _LeaseUnwritable as err:
+            logger.error("Craft app releases: can't write the lease to the state file: %s", err)
+            return EXIT_STATE_UNUSABLE
         finally:
             self.lease.release()
             close = getattr(github, "close", None)
             if self._github is None and callable(close):
                 close()
 
-    def _acquire(self) -> bool:
+    def _acquire(self, at_start: bool) -> bool:
+        """Whether this process now holds the lease (False: exit 0). Raises _LeaseUnwritable
+        when the state file can't take the lease at start-up or in a --once run: that is a
+        storage fault to report, not another poller."""
         assert self.lease is not None
         if self.lease.try_acquire():
             logger.info("Craft app releases: this poller is active (fence %s).", self.lease.fence)
             return True
-        try:
-            current = self.lease.current()
-        except StateUnavailable:
-            current = None
-        holder = current[0] if current else "another process"
+        unreachable = self.lease.unreachable
+        if unreachable is not None and (at_start or self.options.once):
+            raise _LeaseUnwritable(str(unreachable))
+        holder = self._holder_name()
         if self.options.once:
             logger.warning(
                 "Craft app releases: another poller (%s) is active for this state directory; not polling.",
                 holder,
             )
             return False
-        logger.info("Craft app releases: standing by while %s polls.", holder)
+        if unreachable is None:  # else the lease has logged why it can't reach the file
+            logger.info("Craft app releases: standing by while %s polls.", holder)
         acquired = self.lease.wait_until_acquired()
         if acquired:
             logger.info("Craft app releases: took over polling (fence %s).", self.lease.fence)
         return acquired
+
+    def _holder_name(self) -> str:
+        assert self.lease is not None
+        try:
+            current = self.lease.current()
+        except StateUnavailable:
+            current = None
+        return current[0] if current else "another process"
 
     def _hold(
         self, config: PollConfig, github: ReleaseSource, host: StateStore, shared: SharedStore | None
@@ -151,6 +173,7 @@ class PollerRunner:
             )
             self.poller = poller
             poller.load_host_state()
+            lease.keep_file_with(poller.held_state)  # a deleted file is made anew from it
             if poller.warm_start():
                 logger.info("Craft app releases: took the fleet's releases from Redis at start-up.")
             spread = self.options.startup_delay and not self.options.once
@@ -165,9 +188,13 @@ class PollerRunner:
                 if poller.fence_lost:
                     logger.error("Craft app releases: stepping down; another poller holds the lease.")
                     return
+                if not lease.is_held():  # lost during the round: don't wait a tick to say so
+                    logger.error("Craft app releases: lost the lease; standing by.")
+                    return
                 if self.options.once or not self.clock.sleep(tick_delay_ms(self.clock.random()) / 1000):
                     return
         finally:
+            lease.keep_file_with(None)
             if keeper is not None:
                 keeper.stop()
 

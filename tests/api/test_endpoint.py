@@ -325,6 +325,30 @@ class TestNeverFails:
         assert later.content == good.content
         assert later["Cache-Control"] == "public, max-age=60"
 
+    def test_a_deleted_file_after_a_good_answer_keeps_serving_it_with_one_log_line(
+        self, site: Path, client: Client, caplog
+    ):
+        store = publish(
+            site, {key: AppState(fetched_ms=LATE_MS) for key in ("photocraft", "artcraft-launcher")}
+        )
+        good = client.get(URL)
+        assert good["Cache-Control"] == "public, max-age=60"
+        store.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(store.path) + suffix).unlink(missing_ok=True)
+        with caplog.at_level(logging.INFO, logger="craft_apps.api.views"):
+            for _ in range(5):
+                later = client.get(URL)
+                assert (later.status_code, later.content) == (200, good.content)
+                assert later["Cache-Control"] == "public, max-age=60"
+            publish(site, {key: AppState(fetched_ms=LATE_MS) for key in ("photocraft", "artcraft-launcher")})
+            assert client.get(URL).content == good.content
+        lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.api.views"]
+        assert len(lines) == 2, lines
+        assert "serving the last good answer" in lines[0] and f"{store.path} is missing" in lines[0]
+        assert "readable again" in lines[1]
+        assert not any("\n" in line for line in lines)
+
     def test_a_locked_state_file_still_answers(self, site: Path, client: Client):
         store = publish(site, {"photocraft": AppState(fetched_ms=LATE_MS)})
         store.close()

@@ -178,6 +178,10 @@ def test_a_release_that_is_not_a_draft_is_read(draft: object) -> None:
         ("2026-10-08", None),
         ("yesterday", None),
         ("0001-01-01T00:00:00+01:00", None),  # before year 1 in UTC
+        ("0001-01-01T00:00:00Z", None),  # GitHub's placeholder: outside 1970-9999
+        ("1969-12-31T23:59:59.999Z", None),
+        ("1970-01-01T00:00:00Z", datetime(1970, 1, 1, tzinfo=UTC)),
+        ("9999-12-31T23:59:59Z", datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)),
         (1_790_000_000, None),
         (None, None),
     ],

@@ -17,16 +17,18 @@ def contend(barrier: Any, results: Any, root: str, rounds: int, holder: str) -> 
         store = StateStore(Path(root) / f"cold-{number}", busy_timeout_s=10)
         lease = Lease(store, holder=holder, clock=clock)
         barrier.wait()
+        store.open_for_writing()  # as the runner does before it tries for the lease
         won = lease.try_acquire()
-        results.put(("cold", number, holder, won, lease.fence))
+        results.put(("cold", number, holder, won, lease.fence and lease.fence.number))
         store.close()
     # Warm: one file; each round's winner releases, so the next round races for an expired lease.
     store = StateStore(Path(root) / "shared", busy_timeout_s=10)
+    store.open_for_writing()
     lease = Lease(store, holder=holder, clock=clock)
     for number in range(rounds):
         barrier.wait()
         won = lease.try_acquire()
-        results.put(("warm", number, holder, won, lease.fence))
+        results.put(("warm", number, holder, won, lease.fence and lease.fence.number))
         barrier.wait()  # both have tried before the winner lets go
         if won:
             lease.release()

@@ -9,7 +9,7 @@ import pytest
 
 from craft_apps.domain import AppState, Release
 from craft_apps.host.lease import Lease
-from craft_apps.host.store import StateStore
+from craft_apps.host.store import Fence, StateStore
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.support import release
 
@@ -24,7 +24,9 @@ def fetched(at_ms: int = START_MS, tag: str = "v1.2.0", etag: str | None = '"eta
 
 @pytest.fixture
 def store(state_dir: Path) -> Iterator[StateStore]:
+    """The state file as the poller opens it at start-up (created, empty)."""
     store = StateStore(state_dir, busy_timeout_s=0.05)
+    store.open_for_writing()
     yield store
     store.close()
 
@@ -38,6 +40,6 @@ def writer(store: StateStore, fake_clock: FakeClock) -> Lease:
 
 
 @pytest.fixture
-def fence(writer: Lease) -> int:
+def fence(writer: Lease) -> Fence:
     assert writer.fence is not None
     return writer.fence

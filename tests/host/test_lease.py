@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import LeaseTiming
+from craft_apps.domain import Backoff, LeaseTiming
 from craft_apps.host.lease import Lease, LeaseKeeper, make_holder
-from craft_apps.host.store import FenceRejected, StateStore
+from craft_apps.host.store import (
+    FenceRejected,
+    StateFileMissing,
+    StateSnapshot,
+    StateStore,
+    StateUnavailable,
+)
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.host import _race
 from tests.host.conftest import fetched
@@ -25,6 +31,11 @@ def lease_on(store: StateStore, clock: FakeClock, holder: str) -> Lease:
     return Lease(store, holder=holder, clock=clock)
 
 
+def number(lease: Lease) -> int | None:
+    """The fence number the lease holds, None when it holds none."""
+    return None if lease.fence is None else lease.fence.number
+
+
 def lock_writes(store: StateStore) -> sqlite3.Connection:
     """Another connection holding the write lock: the state file is unreachable for writes."""
     blocker = sqlite3.connect(store.path, isolation_level=None)
@@ -32,10 +43,17 @@ def lock_writes(store: StateStore) -> sqlite3.Connection:
     return blocker
 
 
-class StoppingClock(FakeClock):
+class StoppingAfter(FakeClock):
+    """A clock whose sleep reports a stop request (as SystemClock does) from its ``sleeps``-th on."""
+
+    def __init__(self, sleeps: int = 1) -> None:
+        super().__init__()
+        self.left = sleeps
+
     def sleep(self, seconds: float) -> bool:
         super().sleep(seconds)
-        return False  # as SystemClock does when a stop was requested
+        self.left -= 1
+        return self.left > 0
 
 
 # ---- timing -------------------------------------------------------------------------------------
@@ -79,11 +97,11 @@ def test_a_cold_lease_has_one_holder(store: StateStore, fake_clock: FakeClock) -
     a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
     assert a.current() is None
     assert a.try_acquire()
-    assert a.fence == 1 and a.is_held()
+    assert number(a) == 1 and a.is_held()
     assert a.current() == ("a", 1, START_MS + TTL)
     assert not b.try_acquire()
     assert b.fence is None and not b.is_held()
-    assert a.try_acquire() and a.fence == 1  # already held: no new custody
+    assert a.try_acquire() and number(a) == 1  # already held: no new custody
 
 
 def test_renewal_happens_every_third_of_the_ttl(store: StateStore, fake_clock: FakeClock) -> None:
@@ -99,7 +117,7 @@ def test_renewal_happens_every_third_of_the_ttl(store: StateStore, fake_clock: F
         fake_clock.advance(10)
         assert a.renew_if_due()
         assert not b.try_acquire()
-    assert a.fence == 1 and a.is_held()
+    assert number(a) == 1 and a.is_held()
 
 
 def test_an_expired_lease_changes_hands_with_a_new_fence(store: StateStore, fake_clock: FakeClock) -> None:
@@ -109,7 +127,7 @@ def test_an_expired_lease_changes_hands_with_a_new_fence(store: StateStore, fake
     assert not b.try_acquire()
     fake_clock.advance(0.001)
     assert b.try_acquire()
-    assert b.fence == 2
+    assert number(b) == 2
     assert a.current() == ("b", 2, START_MS + 2 * TTL)
     assert not a.is_held()
     assert not a.renew_if_due() and a.fence is None
@@ -123,7 +141,7 @@ def test_the_same_holder_reacquiring_after_expiry_is_a_new_custody(
     fake_clock.advance(30)
     assert not a.is_held()
     assert a.try_acquire()
-    assert a.fence == 2
+    assert number(a) == 2
     assert a.current() == ("a", 2, START_MS + 30_000 + TTL)
 
 
@@ -131,20 +149,23 @@ def test_a_stalled_holder_learns_of_the_takeover_and_its_writes_are_refused(stat
     # The holder's process was stopped for a while: its own clock reading is stale, the
     # standby's is 30 s on. (Two clocks on one file, as two processes would have.)
     store_a, store_b = StateStore(state_dir), StateStore(state_dir)
+    store_a.open_for_writing()
     clock_a, clock_b = FakeClock(), FakeClock()
     a, b = lease_on(store_a, clock_a, "a"), lease_on(store_b, clock_b, "b")
-    assert a.try_acquire()
-    assert store_a.put_app("photocraft", fetched(START_MS), fence=1)
+    assert a.try_acquire() and a.fence is not None
+    stale = a.fence
+    assert store_a.put_app("photocraft", fetched(START_MS), fence=stale)
     clock_b.advance(30)
-    assert b.try_acquire() and b.fence == 2
+    assert b.try_acquire() and number(b) == 2
 
     clock_a.advance(15)  # due for renewal, within its deadline
     assert a.is_held()  # it cannot know yet...
     with pytest.raises(FenceRejected):  # ...but its writes are already refused
-        store_a.put_app("photocraft", fetched(START_MS + 15_000, tag="v0.0.1"), fence=1)
+        store_a.put_app("photocraft", fetched(START_MS + 15_000, tag="v0.0.1"), fence=stale)
     assert not a.renew_if_due()  # and the next renewal tells it
     assert a.fence is None and not a.is_held()
-    assert store_b.put_app("photocraft", fetched(START_MS + 30_000, tag="v2.0.0"), fence=2)
+    assert b.fence is not None
+    assert store_b.put_app("photocraft", fetched(START_MS + 30_000, tag="v2.0.0"), fence=b.fence)
     release = store_b.read().apps["photocraft"].latest_release
     assert release is not None and release.tag == "v2.0.0"
 
@@ -177,7 +198,7 @@ def test_a_renewal_blackout_is_a_loss_before_anyone_may_take_over(
     fake_clock.advance(9.999)
     assert not b.try_acquire()
     fake_clock.advance(0.001)
-    assert b.try_acquire() and b.fence == 2
+    assert b.try_acquire() and number(b) == 2
 
 
 def test_a_short_blackout_is_survived(
@@ -200,6 +221,92 @@ def test_a_short_blackout_is_survived(
     assert a.is_held()
 
 
+# ---- a deleted state file ----------------------------------------------------------------------
+
+
+def delete_files(store: StateStore) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store.path}{suffix}").unlink(missing_ok=True)
+
+
+def test_a_holder_makes_its_deleted_file_anew_from_what_it_knows_and_keeps_its_fence(
+    store: StateStore, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    a = lease_on(store, fake_clock, "a")
+    assert a.try_acquire() and a.fence is not None
+    known = {"photocraft": fetched(START_MS, etag='"e1"'), "filmcraft": fetched(START_MS + 1, tag="v2.0.0")}
+    for key, state in known.items():
+        assert store.put_app(key, state, fence=a.fence)
+    backoff = Backoff(until_ms=START_MS + 60_000, trouble=1)
+    store.put_backoff(backoff, fence=a.fence)
+    a.keep_file_with(lambda: StateSnapshot(0, known, backoff))
+    reader = StateStore(store.state_dir)
+    assert reader.read().apps == known
+
+    delete_files(store)
+    fake_clock.advance(1)  # not due for renewal: the file is looked at on every check
+    with caplog.at_level(logging.WARNING, logger="craft_apps.host.lease"):
+        assert a.renew_if_due()
+    snapshot = reader.read()
+    assert (snapshot.apps, snapshot.backoff) == (known, backoff)
+    assert a.current() == ("a", 1, START_MS + 1_000 + TTL)
+    assert store.put_app("photocraft", fetched(START_MS + 5, etag='"e2"'), fence=a.fence)
+    [line] = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert f"the state file {store.path} was deleted; made it anew from memory (2 apps" in line
+
+
+def test_a_holder_whose_file_another_made_anew_loses_it_though_both_have_fence_1(state_dir: Path) -> None:
+    store_a, store_b = StateStore(state_dir), StateStore(state_dir)
+    store_a.open_for_writing()
+    clock = FakeClock()
+    a, b = lease_on(store_a, clock, "a"), lease_on(store_b, clock, "b")
+    assert a.try_acquire() and a.fence is not None and a.fence.number == 1
+    a.keep_file_with(lambda: StateSnapshot(0, {"photocraft": fetched()}, Backoff()))
+    delete_files(store_a)
+    store_b.open_for_writing()  # another poller starting now makes a new, empty file...
+    assert b.try_acquire() and b.fence is not None and b.fence.number == 1  # ...and takes fence 1
+
+    with pytest.raises(FenceRejected, match="is held by b with fence 1"):
+        store_a.put_app("photocraft", fetched(START_MS + 1), fence=a.fence)
+    assert not a.renew_if_due()  # the replaced file is noticed at once, not when renewal is due
+    assert a.fence is None
+    assert store_b.read().apps == {}
+    assert a.current() == ("b", 1, START_MS + TTL)
+
+
+def test_a_standby_leaves_the_holder_a_ttl_before_making_a_missing_file(
+    store: StateStore, fake_clock: FakeClock
+) -> None:
+    a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
+    assert a.try_acquire()
+    delete_files(store)  # and a is gone too, say
+    assert not b.try_acquire()
+    assert isinstance(b.unreachable, StateFileMissing)
+    fake_clock.advance(29.999)
+    assert not b.try_acquire()
+    assert not store.path.exists(), "a standby never makes an empty file while a holder may still"
+    fake_clock.advance(0.001)
+    assert b.try_acquire() and number(b) == 1
+    assert b.unreachable is None and store.read().apps == {}
+
+
+def test_a_lease_that_cannot_be_written_says_why_and_waiting_logs_it_once(
+    store: StateStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = lock_writes(store)
+    clock = StoppingAfter(3)
+    b = lease_on(store, clock, "b")
+    with caplog.at_level(logging.WARNING, logger="craft_apps.host.lease"):
+        assert not b.try_acquire()
+        assert isinstance(b.unreachable, StateUnavailable) and "is locked" in str(b.unreachable)
+        assert caplog.records == []  # one attempt reports through `unreachable`; the caller decides
+        assert not b.wait_until_acquired()
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == ["lease 'poller'"]
+    assert "could not try to acquire" in caplog.text
+
+
 # ---- release and standby ------------------------------------------------------------------------
 
 
@@ -207,15 +314,16 @@ def test_a_clean_release_lets_a_standby_in_at_once_and_the_fence_survives(
     store: StateStore, fake_clock: FakeClock
 ) -> None:
     a, b = lease_on(store, fake_clock, "a"), lease_on(store, fake_clock, "b")
-    assert a.try_acquire()
+    assert a.try_acquire() and a.fence is not None
+    released = a.fence
     a.release()
     assert a.fence is None and not a.is_held() and a.released
     assert a.current() == ("a", 1, 0)  # expired in place
     a.release()  # idempotent
     assert b.try_acquire()
-    assert b.fence == 2
+    assert number(b) == 2
     with pytest.raises(FenceRejected):
-        store.put_app("photocraft", fetched(), fence=1)
+        store.put_app("photocraft", fetched(), fence=released)
 
 
 def test_release_never_raises(
@@ -244,12 +352,12 @@ def test_a_standby_takes_over_within_ttl_plus_retry_of_a_kill(
     assert b.wait_until_acquired()
     waited = fake_clock.now_ms() - killed_at
     assert TTL <= waited <= TTL + RETRY
-    assert b.fence == 2
+    assert number(b) == 2
     assert set(fake_clock.sleeps) == {RETRY / 1000}
 
 
 def test_waiting_ends_when_a_stop_is_requested(store: StateStore) -> None:
-    clock = StoppingClock()
+    clock = StoppingAfter()
     assert lease_on(store, clock, "a").try_acquire()
     b = lease_on(store, clock, "b")
     assert not b.wait_until_acquired()
@@ -298,6 +406,7 @@ def test_the_keeper_reports_a_takeover(state_dir: Path) -> None:
     clock_a, clock_b = FakeClock(), FakeClock()
     a = lease_on(StateStore(state_dir), clock_a, "a")
     b = lease_on(StateStore(state_dir), clock_b, "b")
+    a.store.open_for_writing()
     assert a.try_acquire()
     clock_b.advance(30)
     assert b.try_acquire()

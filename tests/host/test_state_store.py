@@ -11,6 +11,7 @@ import sqlite3
 import stat
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,9 @@ from craft_apps.host.store import (
     _INHERITED,
     DB_FILENAME,
     FORMAT_VERSION,
+    Fence,
     FenceRejected,
+    StateFileMissing,
     StateSnapshot,
     StateStore,
     StateUnavailable,
@@ -67,7 +70,7 @@ def test_a_fresh_database_is_empty_at_version_zero(store: StateStore) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-def test_apps_and_backoff_round_trip(store: StateStore, fence: int) -> None:
+def test_apps_and_backoff_round_trip(store: StateStore, fence: Fence) -> None:
     failing = AppState(latest_release=None, fetched_ms=None, etag=None, failed_ms=START_MS, failures=3)
     no_release = AppState(latest_release=None, fetched_ms=START_MS + 5, etag='W/"e"')
     assert store.put_app("photocraft", fetched(), fence=fence)
@@ -81,7 +84,7 @@ def test_apps_and_backoff_round_trip(store: StateStore, fence: int) -> None:
     assert snapshot.version == 4
 
 
-def test_the_version_counts_committed_changes_only(store: StateStore, writer: Lease, fence: int) -> None:
+def test_the_version_counts_committed_changes_only(store: StateStore, writer: Lease, fence: Fence) -> None:
     store.open_for_writing()
     assert store.version() == 0
     store.put_app("photocraft", fetched(), fence=fence)
@@ -102,7 +105,7 @@ def test_the_version_counts_committed_changes_only(store: StateStore, writer: Le
 # ---- merge rules --------------------------------------------------------------------------------
 
 
-def test_a_write_never_goes_back_in_time(store: StateStore, fence: int) -> None:
+def test_a_write_never_goes_back_in_time(store: StateStore, fence: Fence) -> None:
     assert store.put_app("photocraft", fetched(START_MS + 2_000, tag="v2.0.0"), fence=fence)
 
     assert not store.put_app("photocraft", fetched(START_MS + 1_000, tag="v1.0.0"), fence=fence)
@@ -115,7 +118,7 @@ def test_a_write_never_goes_back_in_time(store: StateStore, fence: int) -> None:
     assert app.failures == 0
 
 
-def test_a_failure_recorded_after_a_fetch_is_stored(store: StateStore, fence: int) -> None:
+def test_a_failure_recorded_after_a_fetch_is_stored(store: StateStore, fence: Fence) -> None:
     assert store.put_app("photocraft", fetched(START_MS), fence=fence)
     after = fetched(START_MS)
     after.failed_ms, after.failures = START_MS + 120_000, 1
@@ -126,7 +129,7 @@ def test_a_failure_recorded_after_a_fetch_is_stored(store: StateStore, fence: in
     assert app.latest_release == make_release()  # the good release is kept
 
 
-def test_failures_before_any_fetch_are_stored(store: StateStore, fence: int) -> None:
+def test_failures_before_any_fetch_are_stored(store: StateStore, fence: Fence) -> None:
     assert store.put_app("cadcraft", AppState(failed_ms=START_MS, failures=1), fence=fence)
     assert store.put_app("cadcraft", AppState(failed_ms=START_MS + 1, failures=2), fence=fence)
     assert store.read().apps["cadcraft"].failures == 2
@@ -135,7 +138,7 @@ def test_failures_before_any_fetch_are_stored(store: StateStore, fence: int) -> 
 # ---- atomicity and fencing ----------------------------------------------------------------------
 
 
-def test_a_release_that_cannot_be_encoded_changes_nothing(store: StateStore, fence: int) -> None:
+def test_a_release_that_cannot_be_encoded_changes_nothing(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     before = store.read()
     broken = dataclasses.replace(make_release(), published_at="yesterday")  # type: ignore[arg-type]
@@ -145,7 +148,7 @@ def test_a_release_that_cannot_be_encoded_changes_nothing(store: StateStore, fen
 
 
 def test_a_failure_in_the_middle_of_a_write_rolls_all_of_it_back(
-    store: StateStore, fence: int, monkeypatch: pytest.MonkeyPatch
+    store: StateStore, fence: Fence, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     before = store.read()
@@ -161,20 +164,32 @@ def test_a_failure_in_the_middle_of_a_write_rolls_all_of_it_back(
     assert StateStore(store.state_dir).read() == before
 
 
-def test_a_write_with_a_stale_fence_is_rejected_and_changes_nothing(store: StateStore, fence: int) -> None:
+@pytest.mark.parametrize(
+    "stale",
+    [
+        {"number": 99},  # another number
+        {"number": 0},
+        {"holder": "host-b:2:bbbb"},  # another holder with the same number
+        {"epoch": "0123456789abcdef"},  # the same holder and number of another custody
+    ],
+)
+def test_a_write_with_a_stale_fence_is_rejected_and_changes_nothing(
+    store: StateStore, fence: Fence, stale: dict[str, object]
+) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     before = store.read()
-    with pytest.raises(FenceRejected, match="fence 99"):
-        store.put_app("photocraft", fetched(START_MS + 1), fence=99)
+    wrong = replace(fence, **stale)  # type: ignore[arg-type]
+    with pytest.raises(FenceRejected, match=f"fence {wrong.number} refused"):
+        store.put_app("photocraft", fetched(START_MS + 1), fence=wrong)
     with pytest.raises(FenceRejected):
-        store.put_backoff(Backoff(until_ms=START_MS, trouble=1), fence=fence - 1)
+        store.put_backoff(Backoff(until_ms=START_MS, trouble=1), fence=wrong)
     assert store.read() == before
 
 
 def test_without_a_lease_every_write_is_rejected(store: StateStore) -> None:
     store.open_for_writing()
-    with pytest.raises(FenceRejected, match="has fence None"):
-        store.put_app("photocraft", fetched(), fence=1)
+    with pytest.raises(FenceRejected, match="is held by nobody"):
+        store.put_app("photocraft", fetched(), fence=Fence("h", 1, "0123456789abcdef"))
     assert store.read().apps == {}
 
 
@@ -182,7 +197,7 @@ def test_without_a_lease_every_write_is_rejected(store: StateStore) -> None:
 
 
 def test_a_row_that_does_not_decode_is_skipped_with_one_log_line_per_version(
-    store: StateStore, fence: int, caplog: pytest.LogCaptureFixture
+    store: StateStore, fence: Fence, caplog: pytest.LogCaptureFixture
 ) -> None:
     for key in ("photocraft", "filmcraft", "pdfcraft"):
         store.put_app(key, fetched(), fence=fence)
@@ -205,7 +220,7 @@ def test_a_row_that_does_not_decode_is_skipped_with_one_log_line_per_version(
     assert len(caplog.records) == 4
 
 
-def test_the_bad_row_can_be_replaced_by_a_good_write(store: StateStore, fence: int) -> None:
+def test_the_bad_row_can_be_replaced_by_a_good_write(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(START_MS + 5_000), fence=fence)
     with raw(store) as db:
         db.execute("UPDATE app_state SET fetched_ms = 'garbage', release_json = 'nope'")
@@ -215,7 +230,7 @@ def test_the_bad_row_can_be_replaced_by_a_good_write(store: StateStore, fence: i
 
 
 def test_a_bad_backoff_row_reads_as_no_backoff(
-    store: StateStore, fence: int, caplog: pytest.LogCaptureFixture
+    store: StateStore, fence: Fence, caplog: pytest.LogCaptureFixture
 ) -> None:
     store.put_backoff(Backoff(until_ms=START_MS, trouble=2), fence=fence)
     with raw(store) as db:
@@ -235,7 +250,7 @@ def _assert_unusable(state_dir: Path, reason: str) -> None:
         store = StateStore(state_dir, busy_timeout_s=0.05)
         with pytest.raises(StateUnavailable) as caught:
             if attempt == "put_app":
-                store.put_app("photocraft", fetched(), fence=1)
+                store.put_app("photocraft", fetched(), fence=Fence("h", 1, "0123456789abcdef"))
             else:
                 getattr(store, attempt)()
         message = str(caught.value)
@@ -244,7 +259,7 @@ def _assert_unusable(state_dir: Path, reason: str) -> None:
     assert sha256(path) == digest
 
 
-def test_a_newer_format_is_unavailable_and_left_untouched(store: StateStore, fence: int) -> None:
+def test_a_newer_format_is_unavailable_and_left_untouched(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     store.close()
     with raw(store) as db:
@@ -258,7 +273,7 @@ def test_garbage_bytes_are_unavailable_and_left_untouched(state_dir: Path) -> No
     _assert_unusable(state_dir, "is corrupt")
 
 
-def test_a_truncated_database_is_unavailable_and_left_untouched(store: StateStore, fence: int) -> None:
+def test_a_truncated_database_is_unavailable_and_left_untouched(store: StateStore, fence: Fence) -> None:
     for number in range(40):
         store.put_app(f"app{number}", AppState(make_release(notes="x" * 3_000), START_MS), fence=fence)
     store.close()  # checkpoints everything into the main file
@@ -282,6 +297,94 @@ def test_someone_elses_database_is_not_taken_over(state_dir: Path) -> None:
     _assert_unusable(state_dir, "is not a craft_apps state file")
 
 
+# The first format as it shipped: the lease without an epoch.
+FIRST_FORMAT = (
+    "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
+    "INSERT INTO store_meta (id, version) VALUES (1, 0)",
+    "CREATE TABLE app_state (key TEXT PRIMARY KEY, release_json TEXT NOT NULL, etag TEXT,"
+    " fetched_ms INTEGER, failed_ms INTEGER, failures INTEGER NOT NULL)",
+    "CREATE TABLE backoff (id INTEGER PRIMARY KEY CHECK (id = 1), until_ms INTEGER,"
+    " trouble INTEGER NOT NULL)",
+    "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
+    " expires_ms INTEGER NOT NULL)",
+    "PRAGMA user_version = 1",
+)
+
+
+def test_a_file_of_the_first_format_gains_the_epoch_in_place_and_older_code_still_uses_it(
+    state_dir: Path, fake_clock: FakeClock
+) -> None:
+    state_dir.mkdir(mode=0o700)
+    db = sqlite3.connect(state_dir / DB_FILENAME, isolation_level=None)
+    db.execute("PRAGMA journal_mode = WAL")
+    for statement in FIRST_FORMAT:
+        db.execute(statement)
+    db.execute("INSERT INTO lease VALUES ('poller', 'old-host:1:aaaa', 7, 0)")  # released
+    db.close()
+    store = StateStore(state_dir)
+    assert store.read() == StateSnapshot(0, {}, Backoff())  # readers need nothing new
+    lease = Lease(store, holder="new-host:2:bbbb", clock=fake_clock)
+    store.open_for_writing()
+    assert lease.try_acquire() and lease.fence is not None and lease.fence.number == 8
+    taken = lease.fence
+    assert store.put_app("photocraft", fetched(), fence=taken)
+    lease.release()
+    store.close()
+    # What the first format's code runs still works on the migrated file (a rolled-back deploy).
+    db = sqlite3.connect(state_dir / DB_FILENAME, isolation_level=None)
+    db.execute(
+        "INSERT INTO lease (name, holder, fence, expires_ms) VALUES ('poller', 'old-host:3:cccc', 1, 9)"
+        " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, fence = lease.fence + 1,"
+        " expires_ms = excluded.expires_ms WHERE lease.expires_ms <= 5"
+    )
+    row = db.execute("SELECT holder, fence, epoch FROM lease").fetchone()
+    file_format = db.execute("PRAGMA user_version").fetchone()[0]
+    db.close()
+    assert row == ("old-host:3:cccc", 9, taken.epoch) and file_format == FORMAT_VERSION
+    with pytest.raises(FenceRejected):  # the older holder's custody matches no fence of this code
+        StateStore(state_dir).put_app("photocraft", fetched(START_MS + 1), fence=replace(taken, number=9))
+
+
+def test_a_symbolic_link_is_refused_and_what_it_points_to_is_left_untouched(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    elsewhere = StateStore(tmp_path / "elsewhere")
+    elsewhere.open_for_writing()
+    elsewhere.close()
+    state_dir.mkdir(mode=0o700)
+    (state_dir / DB_FILENAME).symlink_to(elsewhere.path)
+    _assert_unusable(state_dir, "is a symbolic link; refusing to follow it")
+
+
+@pytest.mark.parametrize("companion", ["-wal", "-shm"])
+def test_a_symbolic_link_beside_the_file_is_refused_too(
+    store: StateStore, fence: Fence, tmp_path: Path, companion: str
+) -> None:
+    store.put_app("photocraft", fetched(), fence=fence)
+    store.close()  # the last connection: -wal and -shm are gone
+    target = tmp_path / "target"
+    target.write_bytes(b"")
+    Path(f"{store.path}{companion}").symlink_to(target)
+    message = f"craft_apps state file {store.path}{companion} is a symbolic link; refusing to follow it"
+    with pytest.raises(StateUnavailable, match=message):
+        StateStore(store.state_dir).read()
+    with pytest.raises(StateUnavailable, match=message):
+        StateStore(store.state_dir).open_for_writing()
+    assert target.read_bytes() == b""
+
+
+def test_a_deleted_file_is_made_anew_only_where_there_is_none(store: StateStore, fence: Fence) -> None:
+    apps = {"photocraft": fetched()}
+    assert not store.recreate("poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
+    assert store.read().apps == {}, "a file that is there is never replaced"
+    for path in store.state_dir.iterdir():
+        path.unlink()
+    assert store.recreate("poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
+    assert store.read() == StateSnapshot(1, apps, Backoff())
+    assert all(p.name.startswith(DB_FILENAME) for p in store.state_dir.iterdir()), "nothing left aside"
+    assert mode(store.path) == 0o600
+
+
 # ---- privacy ------------------------------------------------------------------------------------
 
 
@@ -289,6 +392,7 @@ def test_the_directory_is_0700_and_the_files_0600_whatever_the_umask(state_dir: 
     old_umask = os.umask(0)
     try:
         store = StateStore(state_dir / "nested")
+        store.open_for_writing()
         lease = Lease(store, holder="h", clock=FakeClock())
         assert lease.try_acquire()
         store.put_app("photocraft", fetched(), fence=lease.fence)  # type: ignore[arg-type]
@@ -306,6 +410,7 @@ def test_the_file_never_holds_the_github_token(state_dir: Path, settings, fake_c
     settings.CRAFT_APPS = {"GITHUB_TOKEN": token}
     assert token == app_settings.GITHUB_TOKEN
     store = StateStore(state_dir)
+    store.open_for_writing()
     lease = Lease(store, holder="h", clock=fake_clock)
     assert lease.try_acquire()
     store.put_app("photocraft", fetched(), fence=lease.fence)  # type: ignore[arg-type]
@@ -325,7 +430,7 @@ def test_the_file_never_holds_the_github_token(state_dir: Path, settings, fake_c
 # ---- concurrency --------------------------------------------------------------------------------
 
 
-def test_a_locked_database_raises_within_the_busy_timeout(store: StateStore, fence: int) -> None:
+def test_a_locked_database_raises_within_the_busy_timeout(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     reader = StateStore(store.state_dir, busy_timeout_s=0.05)
 
@@ -357,7 +462,7 @@ def test_a_locked_database_raises_within_the_busy_timeout(store: StateStore, fen
     assert store.put_app("photocraft", fetched(START_MS + 1), fence=fence)
 
 
-def test_threads_each_use_their_own_connection(store: StateStore, fence: int) -> None:
+def test_threads_each_use_their_own_connection(store: StateStore, fence: Fence) -> None:
     reader = StateStore(store.state_dir, busy_timeout_s=5)
     store.put_app("photocraft", fetched(), fence=fence)
     errors: list[BaseException] = []
@@ -389,7 +494,7 @@ def test_threads_each_use_their_own_connection(store: StateStore, fence: int) ->
     assert reader.read().version == 31
 
 
-def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateStore, fence: int) -> None:
+def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     parent_reader = store._connection(writable=False)
     parent_writer = store._connection(writable=True)
@@ -422,7 +527,7 @@ def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateSt
     assert store.put_app("photocraft", fetched(START_MS + 1), fence=fence)
 
 
-def test_a_deleted_file_is_noticed_by_readers_and_the_writer(store: StateStore, fence: int) -> None:
+def test_a_deleted_file_is_noticed_by_readers_and_the_writer(store: StateStore, fence: Fence) -> None:
     reader = StateStore(store.state_dir)
     store.put_app("photocraft", fetched(), fence=fence)
     assert reader.read().version == 1
@@ -430,7 +535,6 @@ def test_a_deleted_file_is_noticed_by_readers_and_the_writer(store: StateStore, 
         path.unlink()
 
     assert reader.read() == StateSnapshot(0, {}, Backoff())  # not the deleted file's old rows
-    with pytest.raises(FenceRejected):  # a new file, so no lease: the writer must re-acquire
+    with pytest.raises(StateFileMissing, match="is missing"):  # a writer never makes an empty one
         store.put_app("photocraft", fetched(START_MS + 1), fence=fence)
-    assert store.path.exists()
-    assert reader.read().version == 0
+    assert not store.path.exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -323,3 +324,44 @@ def test_the_summary_line_says_what_happened(host: Host, caplog):
 def test_release_json_fixture_is_realistic():
     data = release_json(APPS[0])
     assert json.loads(json.dumps(data))["tag_name"] == "v0.5.0"
+
+
+@responses.activate
+def test_the_summary_counts_only_what_the_state_file_took_and_the_trouble_is_logged_once(host: Host, caplog):
+    for app in APPS:
+        responses.get(url(app), json=release_json(app))
+    blocker = sqlite3.connect(host.store.path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the file: every write fails
+    try:
+        with caplog.at_level(logging.INFO, logger="craft_apps.polling.poller"):
+            report = host.poller.tick()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert (report.round.fetched, report.saved.fetched, report.unsaved()) == (2, 0, 2)
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert (
+        logging.WARNING,
+        "Craft app releases (standalone): 0 fetched, 0 unchanged, 0 failed, 2 not saved "
+        "(the host's state file can't be written; kept in memory).",
+    ) in messages
+    assert sum("couldn't write the host's state file" in m for _, m in messages) == 1
+    assert host.store.read().apps == {}
+
+    host.clock.advance(1)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="craft_apps.polling.poller"):
+        host.poller.tick()  # nothing due: what was kept is written now
+    assert sorted(host.store.read().apps) == sorted(app.key for app in APPS)
+    assert "the host's state file is written again" in caplog.text
+
+
+@responses.activate
+def test_held_state_is_everything_memory_knows(host: Host):
+    responses.get(url(APPS[0]), json=release_json(APPS[0]), headers={"ETag": '"a"'})
+    responses.get(url(APPS[1]), status=500)
+    host.poller.tick()
+    held = host.poller.held_state()
+    assert held.apps == {key: state for key, state in host.poller.memory.items()}
+    assert held.apps["photocraft"].etag == '"a"' and held.apps["artcraft-launcher"].failures == 1
+    assert held.backoff == host.poller.backoff
