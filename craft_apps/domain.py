@@ -154,3 +154,14 @@ class LeaseTiming:
     @property
     def renew_deadline_ms(self) -> int:
         return self.ttl_ms * 2 // 3
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubQuota:
+    """GitHub's rate-limit headers as last seen: requests left in the window, its size, when it
+    resets and when the answer carrying them came (Unix ms)."""
+
+    remaining: int
+    limit: int
+    reset_ms: int | None
+    seen_ms: int

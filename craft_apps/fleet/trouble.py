@@ -34,6 +34,7 @@ class RedisTroubleLog:
         self._failing_since_ms: int | None = None
         self._last_warned_ms: int | None = None
         self._suppressed = 0
+        self.errors = 0  # every Redis error noted, logged or not (for the host's counters)
 
     @property
     def is_failing(self) -> bool:
@@ -41,6 +42,7 @@ class RedisTroubleLog:
 
     def failed(self, err: BaseException, now_ms: int) -> bool:
         """Notes a Redis error; returns whether it was logged."""
+        self.errors += 1
         if self._failing_since_ms is None:
             self._failing_since_ms = now_ms
         last = self._last_warned_ms
