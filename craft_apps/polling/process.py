@@ -106,8 +106,10 @@ class PollerRunner:
                     return self._once_status(config)
             return EXIT_OK
         finally:
-            self.note_stop()
-            self.lease.release()
+            try:
+                self.note_stop()
+            finally:
+                self.lease.release()
             close = getattr(github, "close", None)
             if self._github is None and callable(close):
                 close()

@@ -13,23 +13,16 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from craft_apps.domain import AppSpec
-from craft_apps.testing.demo_releases import demo_release
-from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import free_port
+from tests.support import apps_setting, stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "a-long-random-scrape-token-for-tests"
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
 BATCH = 40
 
 pytestmark = pytest.mark.slow
@@ -54,12 +47,10 @@ def host(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         DJANGO_SETTINGS_MODULE="config.settings",
         DJANGO_DB_NAME=str(tmp_path / "site.sqlite3"),
         CRAFT_APPS_STATE_DIR=str(tmp_path / "state"),
-        CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
+        CRAFT_APPS_RELEASE_APPS=apps_setting(),
         CRAFT_APPS_METRICS_TOKEN=TOKEN,
     )
-    with FakeGitHub() as github:
-        for app in APPS:
-            github.publish(app.repo, demo_release(app, "0.5.0", datetime(2026, 10, 8, tzinfo=UTC)))
+    with stand_in() as github:
         poller = subprocess.run(
             [sys.executable, "manage.py", "poll_craft_releases", "--once"],
             cwd=ROOT,

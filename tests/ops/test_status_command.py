@@ -17,28 +17,21 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from craft_apps.domain import AppSpec, AppState, Backoff
+from craft_apps.domain import AppState, Backoff
 from craft_apps.fleet.store import SharedStore
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer, free_port
-from tests.support import publish, release
+from tests.support import apps_setting, publish, release, stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
-APPS_SETTING = ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS)
+APPS_SETTING = apps_setting()
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        for app in APPS:
-            server.publish(app.repo, demo_release(app, "0.5.0", datetime(2026, 10, 8, tzinfo=UTC)))
+    with stand_in() as server:
         yield server
 
 

@@ -4,33 +4,26 @@ on a fake clock, GitHub as the local stand-in (a real HTTP server), Redis a real
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import AppSpec
 from craft_apps.host.counters import read_counters
 from craft_apps.host.store import StateStore
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 from craft_apps.polling.tally import EXIT_STALE
 from craft_apps.testing.clock import START_MS, FakeClock
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RateLimited429Fault, StatusFault
 from tests.fleet.server import RedisServer
+from tests.support import TWO_APPS, apps_setting, stand_in
 
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
+APPS = TWO_APPS
 INTERVAL_S = 1800
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        for app in APPS:
-            server.publish(app.repo, demo_release(app, "0.5.0", datetime(2026, 10, 8, tzinfo=UTC)))
+    with stand_in() as server:
         yield server
 
 
@@ -39,7 +32,7 @@ def site(settings, github: FakeGitHub, state_dir: Path) -> Path:
     settings.CRAFT_APPS = {
         "STATE_DIR": str(state_dir),
         "GITHUB_API_URL": github.url,
-        "APPS": ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
+        "APPS": apps_setting(),
         "POLL_INTERVAL_SECS": INTERVAL_S,
     }
     return state_dir
