@@ -9,6 +9,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from io import StringIO
@@ -16,9 +17,12 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from craft_apps.domain import AppState, Backoff
 from craft_apps.fleet.store import SharedStore
+from craft_apps.host.counters import CountersUpdate, record
+from craft_apps.host.store import StateStore
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer, free_port
 from tests.support import apps_setting, publish, release, stand_in
@@ -94,9 +98,25 @@ def test_check_exits_1_with_one_line_per_problem(env: dict[str, str], state_dir:
     lines = checked.stdout.splitlines()
     assert len(lines) == 2 and all(line.startswith("stale: ") for line in lines), lines
     assert "photocraft was last fetched 5 h" in checked.stdout
-    assert manage(env, "craft_apps_status", "--check", "--rule", "poller").returncode == 0
-    as_json = manage(env, "craft_apps_status", "--check", "--json")
-    assert as_json.returncode == 1 and json.loads(as_json.stdout)["status"] == "unhealthy"
+
+
+def test_check_takes_the_rules_asked_for_and_speaks_json(settings, state_dir: Path):
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
+    publish(state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=1)})  # long ago
+    record(StateStore(state_dir), CountersUpdate(stopped_ms=int(time.time() * 1000)))  # just stopped
+    assert status("--check", "--rule", "poller") == ""
+    with pytest.raises(CommandError) as failed:
+        status("--check", "--json", "--rule", "stale")
+    assert failed.value.returncode == 1
+    with pytest.raises(CommandError):
+        out = StringIO()
+        call_command("craft_apps_status", "--check", "--json", stdout=out)
+    body = json.loads(out.getvalue())
+    assert body["status"] == "unhealthy"
+    assert [problem["detail"].split(" ")[0] for problem in body["problems"]] == [
+        "artcraft-launcher",
+        "photocraft",
+    ]
 
 
 def redis_alias(url: str) -> dict[str, object]:
