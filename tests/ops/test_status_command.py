@@ -113,10 +113,8 @@ def test_check_takes_the_rules_asked_for_and_speaks_json(settings, state_dir: Pa
         call_command("craft_apps_status", "--check", "--json", stdout=out)
     body = json.loads(out.getvalue())
     assert body["status"] == "unhealthy"
-    assert [problem["detail"].split(" ")[0] for problem in body["problems"]] == [
-        "artcraft-launcher",
-        "photocraft",
-    ]
+    details = [problem["detail"] for problem in body["problems"]]
+    assert [detail.split(" ")[0] for detail in details] == ["photocraft", "artcraft-launcher"]
 
 
 def redis_alias(url: str) -> dict[str, object]:
