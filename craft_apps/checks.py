@@ -8,7 +8,8 @@ message and the hint. Ids: ``E001`` a value of the wrong type or form (the defau
 ``W001`` a skipped ``APPS`` entry; ``W002`` an interval below the minimum (raised to it);
 ``W003`` a maximum backoff below the interval (raised to it); ``W004`` unknown keys in
 ``CRAFT_APPS``; ``W005`` the Redis alias without timeouts or with a large pool; ``W006`` the
-Redis alias sharing its URL (and pool).
+Redis alias sharing its URL (and pool); ``W131`` a short ``METRICS_TOKEN``; ``W132`` an
+unusable ``PROMETHEUS_MULTIPROC_DIR``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 
+from craft_apps.api.metrics import metrics_problems
 from craft_apps.conf import BY_KEY, Problem, app_settings, describe
 from craft_apps.fleet.connection import alias_problems
 
@@ -111,6 +113,17 @@ CHECKS: dict[str, Check] = {
         "Set {where}['OPTIONS']['CONNECTION_POOL_KWARGS'] to "
         "{{'max_connections': {limit}, 'health_check_interval': {health_check}}}.",
     ),
+    "metrics_token_short": Check(
+        "craft_apps.W131",
+        "{metrics_setting} is only {length} characters long; anyone who guesses it reads the metrics.",
+        "Use at least {minimum} random characters, e.g. from "
+        "python -c 'import secrets; print(secrets.token_urlsafe(32))'.",
+    ),
+    "metrics_dir_unusable": Check(
+        "craft_apps.W132",
+        "PROMETHEUS_MULTIPROC_DIR is {path}, which {reason}; the endpoint's answers are not counted.",
+        "Create it, writable by the web workers' user, and empty it when the web server starts.",
+    ),
     "redis_shared_url": Check(
         "craft_apps.W006",
         "{where}['LOCATION'] is also the LOCATION of {sharing}; "
@@ -140,6 +153,7 @@ def _context(problem: Problem) -> Mapping[str, Any]:
     details["state_dir_setting"] = describe("STATE_DIR")
     details["ttl_setting"] = describe("LEASE_TTL_SECS")
     details["retry_setting"] = describe("LEASE_RETRY_SECS")
+    details["metrics_setting"] = describe("METRICS_TOKEN")
     return details
 
 
@@ -164,6 +178,7 @@ def configuration_problems() -> list[Finding]:
     problems.extend(_state_dir_problems(app_settings.STATE_DIR))
     if app_settings.COORDINATION_ENABLED:
         problems.extend(alias_problems(app_settings.REDIS_ALIAS))
+    problems.extend(metrics_problems())
     return [finding(problem) for problem in problems]
 
 

@@ -288,6 +288,15 @@ SETTINGS: tuple[Setting, ...] = (
         "a positive number of seconds",
         _const(DEFAULT_LEASE_RETRY_SECS),
     ),
+    Setting(
+        "METRICS_TOKEN",
+        "CRAFT_APPS_METRICS_TOKEN",
+        "str",
+        "none: no `/v1/craft_apps/metrics` (it answers 404)",
+        non_blank_token,
+        "a string",
+        _const(None),
+    ),
 )
 BY_KEY: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
 ENV_VARS: dict[str, str] = {setting.key: setting.env for setting in SETTINGS}
@@ -482,6 +491,11 @@ class CraftAppsSettings:
             problems.append(Problem("lease_timing", {"reason": str(err)}))
             timing = LeaseTiming()
         return Resolved(timing, problems)
+
+    @property
+    def METRICS_TOKEN(self) -> str | None:
+        token: str | None = resolve("METRICS_TOKEN").value
+        return token
 
     @property
     def LEASE_TIMING(self) -> LeaseTiming:

@@ -161,3 +161,14 @@ class LeaseTiming:
         TTL (3 s by default) lets a crowd of pollers starting together queue up, and still
         leaves a holder time to renew before its deadline."""
         return self.ttl_ms / 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubQuota:
+    """GitHub's rate-limit headers as last seen: requests left in the window, its size, when it
+    resets and when the answer carrying them came (Unix ms)."""
+
+    remaining: int
+    limit: int
+    reset_ms: int | None
+    seen_ms: int

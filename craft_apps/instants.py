@@ -65,3 +65,18 @@ def instant_or_none(text: str) -> datetime | None:
     except OverflowError:  # a zone offset that moves the instant past year 1 or 9999
         return None
     return parsed if FIRST_YEAR <= parsed.year <= LAST_YEAR else None
+
+
+def format_duration(ms: int) -> str:
+    """A duration for people, rounded down: 45 s, 3 min 20 s, 2 h 5 min, 3 d 4 h."""
+    seconds = max(0, ms) // 1000
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"

@@ -2,6 +2,8 @@ from django.urls import path
 
 from craft_apps.api import pages
 from craft_apps.api.downloads import DownloadPackageView, DownloadView
+from craft_apps.api.health import health
+from craft_apps.api.metrics import metrics
 from craft_apps.api.views import ReleaseInfoView
 
 app_name = "craft_apps"
@@ -14,4 +16,6 @@ urlpatterns = [
     path(f"{DOWNLOAD}/<str:package_type>", DownloadPackageView.as_view(), name="download_package"),
     path("craft_apps/downloads/", pages.downloads_page, name="downloads"),
     path("craft_apps/downloads/<str:app_key>/", pages.app_downloads_page, name="app_downloads"),
+    path("v1/craft_apps/health", health, name="health"),
+    path("v1/craft_apps/metrics", metrics, name="metrics"),
 ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 from craft_apps.domain import (
+    AppSpec,
     AppState,
     AssetPlatform,
     CraftAppArch,
@@ -17,6 +20,8 @@ from craft_apps.domain import (
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.testing.clock import FakeClock
+from craft_apps.testing.demo_releases import demo_release
+from craft_apps.testing.fake_github import FakeGitHub
 
 SHA = "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 
@@ -65,3 +70,23 @@ def publish(state_dir: Path, apps: dict[str, AppState], clock: FakeClock | None 
         assert store.put_app(key, state, fence=lease.fence)
     lease.release()
     return store
+
+
+TWO_APPS = (
+    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
+    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
+)
+
+
+def apps_setting(apps: Iterable[AppSpec] = TWO_APPS) -> str:
+    """``apps`` as the APPS setting's ``key=Name=org/repo,...``."""
+    return ",".join(f"{app.key}={app.name}={app.repo}" for app in apps)
+
+
+@contextmanager
+def stand_in(apps: Iterable[AppSpec] = TWO_APPS, version: str = "0.5.0") -> Iterator[FakeGitHub]:
+    """The local GitHub stand-in, running, with a demo release of each of ``apps``."""
+    with FakeGitHub() as server:
+        for app in apps:
+            server.publish(app.repo, demo_release(app, version, datetime(2026, 10, 8, tzinfo=UTC)))
+        yield server

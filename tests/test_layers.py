@@ -38,6 +38,7 @@ LAYERS: dict[str, int] = {
     "management": 6,
     "redis_options": 6,  # the 0.1 import path of fleet.options, kept for sites
     "testing": 6,
+    "ops": 5,  # what operators ask: craft_apps_status
 }
 
 

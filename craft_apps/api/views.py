@@ -27,6 +27,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from craft_apps.api.answer import RECHECK_S, build_release_info
+from craft_apps.api.metrics import count_answer
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
@@ -179,10 +180,10 @@ class ReleaseInfoView(APIView):
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if request.method in ("GET", "HEAD"):
-            return respond(request)
+            return count_answer(respond(request))
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"
-        return response
+        return count_answer(response)
 
 
 def respond(request: HttpRequest) -> HttpResponse:

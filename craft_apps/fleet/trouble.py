@@ -40,6 +40,7 @@ class RedisTroubleLog:
         self._failing: set[RedisOperation] = set()
         self._last_warned_ms: int | None = None
         self._suppressed = 0
+        self.errors = 0  # every Redis error noted, logged or not (for the host's counters)
 
     @property
     def is_failing(self) -> bool:
@@ -49,6 +50,7 @@ class RedisTroubleLog:
         """Notes a Redis error (a ``RedisTrouble`` says its operation; anything else counts as a
         read); returns whether it was logged."""
         self._failing.add(err.operation if isinstance(err, RedisTrouble) else RedisOperation.READ)
+        self.errors += 1
         if self._failing_since_ms is None:
             self._failing_since_ms = now_ms
         last = self._last_warned_ms

@@ -36,7 +36,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from craft_apps.clock import Clock
-from craft_apps.domain import Release
+from craft_apps.domain import GitHubQuota, Release
 from craft_apps.github.parsing import ReleaseRejected, parse_release
 
 logger = logging.getLogger(__name__)
@@ -45,6 +45,7 @@ GITHUB_API_VERSION = "2022-11-28"
 DEFAULT_USER_AGENT = "django-craft-apps (craft apps release poller)"
 MAX_RETRY_AFTER_SECS = 86_400
 MAX_REDIRECTS = 5
+MAX_RESET_SECS = 253_402_300_799  # 9999-12-31: a later rate-limit reset is garbage
 _CHUNK_BYTES = 64 * 1024
 _ERROR_BODY_BYTES = 64 * 1024  # read from a non-200 answer, for its message and connection reuse
 _MAX_ETAG_CHARS = 512
@@ -127,6 +128,9 @@ class GitHubClient:
         trimmed = (token or "").strip()
         self._token = trimmed if _VISIBLE_ASCII.fullmatch(trimmed) else None
         self._token_unusable = bool(trimmed) and self._token is None
+        # GitHub's rate-limit headers from the latest answer that carried them, for the poller
+        # to record (operators see them in craft_apps_status and the metrics).
+        self.last_quota: GitHubQuota | None = None
         if self._token_unusable:
             logger.error("The GitHub token holds characters an HTTP header cannot carry; fetches will fail.")
         self._session = session if session is not None else requests.Session()
@@ -183,6 +187,7 @@ class GitHubClient:
                 )
             except requests.RequestException as exc:
                 return self._request_failed(exc, deadline)
+            self.last_quota = _quota(response.headers, self._clock.now_ms()) or self.last_quota
             # Closing an unread answer drops its connection instead of reading the rest.
             with response:
                 try:
@@ -327,6 +332,18 @@ def _int_header(value: str | None) -> int | None:
     if value is None or not _INTEGER.fullmatch(value.strip()):
         return None
     return int(value)
+
+
+def _quota(headers: CaseInsensitiveDict[str], now_ms: int) -> GitHubQuota | None:
+    """The answer's rate-limit headers; None unless both the remaining count and the limit
+    are there and are sane numbers (a reset that isn't is left out)."""
+    remaining = _int_header(headers.get("x-ratelimit-remaining"))
+    limit = _int_header(headers.get("x-ratelimit-limit"))
+    if remaining is None or limit is None or not 0 <= remaining <= limit:
+        return None
+    reset = _int_header(headers.get("x-ratelimit-reset"))
+    reset_ms = reset * 1000 if reset is not None and 0 < reset < MAX_RESET_SECS else None
+    return GitHubQuota(remaining=remaining, limit=limit, reset_ms=reset_ms, seen_ms=now_ms)
 
 
 def _is_repo_name(repo: str) -> bool:

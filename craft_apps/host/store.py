@@ -25,12 +25,14 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from craft_apps.codec import decode_release, encode_release
 from craft_apps.domain import AppState, Backoff
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 FORMAT_VERSION = 1
 DB_FILENAME = "craft_apps_state.sqlite3"
@@ -387,6 +389,33 @@ class StateStore:
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
         return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
+
+    # ---- optional tables of other modules (craft_apps.host.counters) -----------------------
+
+    def read_with(self, work: Callable[[sqlite3.Connection], T]) -> T | None:
+        """``work`` in one read snapshot of a file of this format; None when there is no file
+        or it is blank. Raises StateUnavailable."""
+        db = self._connection(writable=False)
+        if db is None:
+            return None
+        try:
+            with _transaction(db, "BEGIN"):
+                if self._read_version(db) is None:
+                    return None
+                return work(db)
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
+
+    def write_with(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` in one write transaction, without a fence and without a version bump: for
+        this host's own facts (counters), never for what the endpoint serves. Raises
+        StateUnavailable."""
+        db = self._writer()
+        try:
+            with _transaction(db, "BEGIN IMMEDIATE"):
+                return work(db)
+        except sqlite3.Error as err:
+            raise self._unavailable(err) from None
 
     # ---- internals -------------------------------------------------------------------------
 

@@ -28,8 +28,9 @@ from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease, LeaseKeeper
 from craft_apps.host.store import StateStore, StateUnavailable
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
+from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
 from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
+from craft_apps.polling.tally import EXIT_STALE, Tally, stale_after_trouble
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,8 @@ class PollerRunner:
         self._shared = shared
         self.lease: Lease | None = None
         self.poller: Poller | None = None
+        self.tally: Tally | None = None
+        self.last_report: TickReport | None = None
 
     def run(self) -> int:
         """Polls until stopped (or one round with ``once``). Returns the exit status."""
@@ -99,6 +102,7 @@ class PollerRunner:
         )
         holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self.lease = Lease(host, holder=holder, clock=self.clock, timing=timing)
+        self.tally = Tally(host, self.clock)
         try:
             at_start = True
             while not self.stop.is_set():
@@ -107,13 +111,16 @@ class PollerRunner:
                 at_start = False
                 self._hold(config, github, host, shared)
                 if self.options.once:
-                    return EXIT_OK
+                    return self._once_status(config)
             return EXIT_OK
         except _LeaseUnwritable as err:
             logger.error("Craft app releases: can't write the lease to the state file: %s", err)
             return EXIT_STATE_UNUSABLE
         finally:
-            self.lease.release()
+            try:
+                self.note_stop()
+            finally:
+                self.lease.release()
             close = getattr(github, "close", None)
             if self._github is None and callable(close):
                 close()
@@ -184,7 +191,9 @@ class PollerRunner:
                 if not lease.renew_if_due():
                     logger.error("Craft app releases: lost the lease; standing by.")
                     return
-                poller.tick()
+                self.last_report = poller.tick()
+                assert self.tally is not None
+                self.tally.after_tick(self.last_report, poller, github)
                 if poller.fence_lost:
                     logger.error("Craft app releases: stepping down; another poller holds the lease.")
                     return
@@ -197,6 +206,27 @@ class PollerRunner:
             lease.keep_file_with(None)
             if keeper is not None:
                 keeper.stop()
+
+    def note_stop(self) -> None:
+        """Records a clean stop in the host's counters while this process holds the lease."""
+        if self.tally is not None and self.lease is not None and self.lease.fence is not None:
+            self.tally.stopped()
+
+    def _once_status(self, config: PollConfig) -> int:
+        """0, or EXIT_STALE when the round's requests failed and apps are now out of date."""
+        if self.poller is None or self.last_report is None:
+            return EXIT_OK
+        stale = stale_after_trouble(
+            self.last_report, self.poller.memory, self.clock.now_ms(), config.interval_ms
+        )
+        if not stale:
+            return EXIT_OK
+        logger.error(
+            "Craft app releases: requests failed and %d apps are older than the interval: %s.",
+            len(stale),
+            ", ".join(stale),
+        )
+        return EXIT_STALE
 
     def _shared_store(self) -> SharedStore | None:
         if not app_settings.COORDINATION_ENABLED:

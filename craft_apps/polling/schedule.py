@@ -40,20 +40,29 @@ class RoundResult:
 
 
 def is_due(state: AppState, now_ms: int, interval_ms: int) -> bool:
-    """Whether to ask GitHub about an app now.
+    """Whether to ask GitHub about an app now (see ``due_at_ms``)."""
+    due_at = due_at_ms(state, interval_ms)
+    return due_at is None or now_ms >= due_at
+
+
+def due_at_ms(state: AppState, interval_ms: int) -> int | None:
+    """When an app is next due; None when it is due whatever the time.
 
     Due once its last fetch (by any host) is ``interval - margin`` old. A failing app waits 1, 2,
-    4, ... minutes (never more than the interval), each less the margin.
+    4, ... minutes (never more than the interval), each less the margin. A fetch time in the
+    future keeps it fresh until then plus the wait.
     """
-    if state.fetched_ms is not None and age_ms(state.fetched_ms, now_ms) < max(
-        0, interval_ms - CLOCK_SKEW_MARGIN_MS
-    ):
-        return False
+    waits: list[int] = []
+    fresh_for = max(0, interval_ms - CLOCK_SKEW_MARGIN_MS)
+    if state.fetched_ms is not None and fresh_for > 0:
+        waits.append(state.fetched_ms + fresh_for)
     if state.is_failing() and state.failed_ms is not None:
-        retry_ms = min(scaled(FIRST_FAILURE_RETRY_MS, state.failures), interval_ms)
-        if age_ms(state.failed_ms, now_ms) < max(0, retry_ms - CLOCK_SKEW_MARGIN_MS):
-            return False
-    return True
+        retry_ms = max(
+            0, min(scaled(FIRST_FAILURE_RETRY_MS, state.failures), interval_ms) - CLOCK_SKEW_MARGIN_MS
+        )
+        if retry_ms > 0:
+            waits.append(state.failed_ms + retry_ms)
+    return max(waits) if waits else None
 
 
 def backoff_after(

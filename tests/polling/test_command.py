@@ -142,12 +142,13 @@ def test_once_runs_a_round_and_exits_0(pollers, github: FakeGitHub, state_dir: P
     assert (state_dir / "craft_apps_state.sqlite3").stat().st_mode & 0o777 == 0o600
 
 
-def test_once_exits_0_whatever_github_answers(pollers, github: FakeGitHub):
-    github.unpublish(APPS[0].repo)
+def test_once_exits_3_when_failed_requests_leave_an_app_out_of_date(pollers, github: FakeGitHub):
+    github.unpublish(APPS[0].repo)  # a repository without a release is fetched, not failed
     github.set_fault(APPS[1].repo, StatusFault(502))
     poller = pollers("--once")
-    assert poller.finish() == 0, poller.output()
+    assert poller.finish() == 3, poller.output()
     assert "1 fetched, 0 unchanged, 1 failed" in poller.output()
+    assert "1 apps are older than the interval: artcraft-launcher" in poller.output()
 
 
 def test_a_configuration_error_stops_it_with_the_setting_named(pollers, poller_env):

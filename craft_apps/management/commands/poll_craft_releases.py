@@ -20,6 +20,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings, describe
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
+from craft_apps.polling.tally import EXIT_STALE
 
 logger = logging.getLogger("craft_apps")
 
@@ -59,6 +60,10 @@ class Command(BaseCommand):
         )
         _install_signal_handlers(runner)
         status = runner.run()
+        if status == EXIT_STALE:
+            raise CommandError(
+                "some apps are out of date after failed requests; see above.", returncode=status
+            )
         if status != EXIT_OK:
             raise CommandError(f"the poller stopped with status {status}; see the log above.")
 
@@ -104,6 +109,7 @@ def _release_and_exit(runner: PollerRunner, status: int) -> None:
     atomic, so an interrupted write is simply not there; the lease is expired in place first so
     a standby takes over at once."""
     if runner.lease is not None:
+        runner.note_stop()
         runner.lease.release()
     logging.shutdown()
     os._exit(status)

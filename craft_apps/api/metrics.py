@@ -1,0 +1,261 @@
+"""``GET /v1/craft_apps/metrics``: Prometheus metrics of this host, one correct set per host.
+
+Two kinds of numbers, two homes, so that whichever web worker answers a scrape shows the same:
+
+- What the poller knows (GitHub requests by outcome, the last quota, Redis errors and mode, the
+  apps' ages and failures, the backoff, the lease) lives in the host's state file: the poller
+  adds to its counters table after every tick (``craft_apps.host.counters``), and
+  ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
+- The endpoint's answers are counted where they happen, in each web worker, with
+  prometheus_client's multiprocess mode: with ``PROMETHEUS_MULTIPROC_DIR`` set (the same empty
+  directory for every worker of the host) each worker's counts go to a small file there and a
+  scrape sums them all, dead workers' included. Without it, each worker shows only its own
+  answers, which is right only for a single-process server.
+
+Served only when ``METRICS_TOKEN`` is set (404 otherwise), to ``Authorization: Bearer <token>``
+compared in constant time (401 otherwise). The token is never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from django.http import HttpRequest, HttpResponse
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from craft_apps.api import health as health_api
+from craft_apps.api.health import NOT_CACHEABLE, host_view, without_body
+from craft_apps.conf import Problem, app_settings
+from craft_apps.host.counters import OUTCOMES
+from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
+from craft_apps.host.observe import HostView
+from craft_apps.instants import datetime_to_ms
+
+logger = logging.getLogger(__name__)
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+MIN_TOKEN_CHARS = 16
+MODES = ("coordinated", "standalone", "disabled")
+
+# Not registered anywhere at import: a scrape builds the registry it needs (see registry()).
+ANSWERS = Counter(
+    "craft_apps_endpoint_answers",
+    "Answers of GET/HEAD /v1/craft_apps/release_info, by HTTP status and Content-Encoding.",
+    ["status", "encoding"],
+    registry=None,
+)
+_counting_failed = False
+
+
+def count_answer(response: HttpResponse) -> HttpResponse:
+    """Counts one answer of the endpoint; never fails the request (logs once if counting does)."""
+    global _counting_failed
+    try:
+        ANSWERS.labels(str(response.status_code), response.get("Content-Encoding") or "identity").inc()
+    except Exception as err:  # an unusable PROMETHEUS_MULTIPROC_DIR, for one (check W132)
+        if not _counting_failed:
+            _counting_failed = True
+            logger.warning("Craft apps metrics: can't count the endpoint's answers: %s", err)
+    return response
+
+
+def metrics(request: HttpRequest) -> HttpResponse:
+    token = app_settings.METRICS_TOKEN
+    if token is None:
+        return _plain("Not found.\n", 404)
+    if not _authorized(request.META.get("HTTP_AUTHORIZATION", ""), token):
+        response = _plain("A bearer token is needed.\n", 401)
+        response["WWW-Authenticate"] = 'Bearer realm="craft_apps metrics"'
+        return response
+    if request.method not in ("GET", "HEAD"):
+        response = _plain("Method not allowed.\n", 405)
+        response["Allow"] = "GET, HEAD"
+        return response
+    response = HttpResponse(generate_latest(registry()), content_type=CONTENT_TYPE_LATEST)
+    response["Cache-Control"] = NOT_CACHEABLE
+    return without_body(request, response)
+
+
+def _authorized(header: str, token: str) -> bool:
+    scheme, _, given = header.strip().partition(" ")
+    # Both sides are compared whole, in constant time, whatever the scheme said.
+    matches = hmac.compare_digest(given.strip().encode("utf-8"), token.encode("utf-8"))
+    return matches and scheme.lower() == "bearer"
+
+
+def _plain(text: str, status: int) -> HttpResponse:
+    response = HttpResponse(text, status=status, content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = NOT_CACHEABLE
+    return response
+
+
+def registry() -> CollectorRegistry:
+    """The host's collector, and the answers: summed over every worker's file in multiprocess
+    mode, else this process's own counter."""
+    built = CollectorRegistry()
+    built.register(HostCollector())
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
+        MultiProcessCollector(built, path=directory)  # type: ignore[no-untyped-call]
+    else:
+        built.register(ANSWERS)
+    return built
+
+
+class HostCollector:
+    """Renders the host's state file at each scrape; never raises."""
+
+    def describe(self) -> list[Metric]:
+        return []  # the names depend on nothing; no read at registration
+
+    def collect(self) -> Iterator[Metric]:
+        view = host_view()
+        policy = current_policy()
+        now_ms = health_api.clock.now_ms()
+        yield _gauge(
+            "craft_apps_state_file_readable",
+            "1 when the host's state file can be read.",
+            int(view.problem is None),
+        )
+        problems = health_problems(view, policy, now_ms)
+        by_rule = GaugeMetricFamily(
+            "craft_apps_health_problems", "Problems the health endpoint reports, by rule.", labels=["rule"]
+        )
+        for rule in RULES:
+            by_rule.add_metric([rule], sum(problem.rule == rule for problem in problems))
+        yield by_rule
+        if view.problem is None:
+            yield from _poller_metrics(view, policy, now_ms)
+            yield from _app_metrics(view, policy, now_ms)
+
+
+def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[Metric]:
+    counters = view.counters
+    requests = CounterMetricFamily(
+        "craft_apps_github_requests", "GitHub requests of this host's poller, by outcome.", labels=["outcome"]
+    )
+    for outcome in OUTCOMES:
+        requests.add_metric([outcome], counters.requests.get(outcome, 0))
+    yield requests
+    quota = counters.quota
+    if quota is not None:
+        yield _gauge(
+            "craft_apps_github_quota_remaining",
+            "GitHub requests left in the window, as last seen.",
+            quota.remaining,
+        )
+        yield _gauge(
+            "craft_apps_github_quota_limit", "GitHub requests allowed per window, as last seen.", quota.limit
+        )
+        if quota.reset_ms is not None:
+            yield _gauge(
+                "craft_apps_github_quota_reset_timestamp_seconds",
+                "When GitHub's window resets.",
+                quota.reset_ms / 1000,
+            )
+        yield _gauge(
+            "craft_apps_github_quota_seen_timestamp_seconds", "When the quota was seen.", quota.seen_ms / 1000
+        )
+    yield CounterMetricFamily(
+        "craft_apps_redis_errors",
+        "Redis errors of this host's poller (it then polls alone).",
+        value=counters.redis_errors,
+    )
+    mode = "disabled" if not policy.polling_enabled else counters.mode
+    modes = GaugeMetricFamily(
+        "craft_apps_poller_mode", "1 for the poller's mode at its last tick.", labels=["mode"]
+    )
+    for name in MODES:
+        modes.add_metric([name], int(name == mode))
+    yield modes
+    if counters.tick_ms is not None:
+        yield _gauge(
+            "craft_apps_poller_last_tick_timestamp_seconds",
+            "When the active poller last ticked.",
+            counters.tick_ms / 1000,
+        )
+    yield _gauge(
+        "craft_apps_poller_lease_held",
+        "1 while a poller holds this host's lease.",
+        int(lease_active(view, now_ms)),
+    )
+    if view.lease is not None:
+        yield _gauge(
+            "craft_apps_poller_lease_fence",
+            "The lease's fence: it goes up at every change of holder.",
+            view.lease.fence,
+        )
+    backoff = view.snapshot.backoff
+    yield _gauge(
+        "craft_apps_backoff_until_timestamp_seconds",
+        "No GitHub request before this time (0: no backoff).",
+        (backoff.until_ms or 0) / 1000,
+    )
+    yield _gauge(
+        "craft_apps_backoff_trouble", "Troubled rounds in a row behind the backoff.", backoff.trouble
+    )
+
+
+def _app_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[Metric]:
+    fetch_age = GaugeMetricFamily(
+        "craft_apps_app_fetch_age_seconds",
+        "Seconds since the app's last fetch or revalidation (+Inf: not fetched yet).",
+        labels=["app"],
+    )
+    release_age = GaugeMetricFamily(
+        "craft_apps_app_release_age_seconds",
+        "Seconds since the app's latest release was published.",
+        labels=["app"],
+    )
+    failures = GaugeMetricFamily(
+        "craft_apps_app_failures_in_a_row",
+        "Failed requests in a row for the app (0 when not failing).",
+        labels=["app"],
+    )
+    for key in policy.apps:
+        state = view.snapshot.apps.get(key)
+        fetched_ms = state.fetched_ms if state is not None else None
+        fetch_age.add_metric(
+            [key], float("inf") if fetched_ms is None else max(0, now_ms - fetched_ms) / 1000
+        )
+        release = state.latest_release if state is not None else None
+        if release is not None and release.published_at is not None:
+            release_age.add_metric([key], max(0, now_ms - datetime_to_ms(release.published_at)) / 1000)
+        failures.add_metric([key], state.failures if state is not None and state.is_failing() else 0)
+    yield from (fetch_age, release_age, failures)
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def metrics_problems() -> list[Problem]:
+    """What ``manage.py check`` says about the metrics: a short token, an unusable directory."""
+    problems: list[Problem] = []
+    token = app_settings.METRICS_TOKEN
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        problems.append(Problem("metrics_token_short", {"length": len(token), "minimum": MIN_TOKEN_CHARS}))
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
+        reason = _unusable(Path(directory))
+        if reason is not None:
+            problems.append(Problem("metrics_dir_unusable", {"path": directory, "reason": reason}))
+    return problems
+
+
+def _unusable(directory: Path) -> str | None:
+    if not directory.is_dir():
+        return "is not a directory"
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".check-"):
+            pass
+    except OSError as err:
+        return f"can't be written ({err.strerror or type(err).__name__})"
+    return None

@@ -1,0 +1,139 @@
+"""The poller's counters in the host's state file, so every web worker can show the same numbers.
+
+The poller is one process and the web workers are many: counting in the poller's memory would
+show nothing to a scrape, and counting per worker would show a different number per worker.
+So the poller adds each tick's numbers to a small table of the state file (GitHub requests by
+outcome, Redis errors, the last quota seen, its mode, its last tick and its clean stop), and any
+process reads them back.
+
+The table is optional: the writer creates it when missing (``CREATE TABLE IF NOT EXISTS``), a
+reader of a file without it sees zeros, and older code ignores a table it doesn't know. So it
+needs no new format version and old files keep opening. Writes carry no fence: a request a
+superseded poller made was still made, and counting it is right. Rows are input like any
+stored data: a value of the wrong type reads as absent.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from craft_apps.domain import GitHubQuota
+from craft_apps.host.store import StateStore
+
+TABLE = "poller_counters"
+OUTCOMES = ("fetched", "not_modified", "failed", "rate_limited")  # a GitHub request's outcome
+MODES = ("coordinated", "standalone")
+
+_CREATE = f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, value NOT NULL)"
+_ADD = (
+    f"INSERT INTO {TABLE} (name, value) VALUES (?, ?)"
+    f" ON CONFLICT (name) DO UPDATE SET value = {TABLE}.value + excluded.value"
+)
+_SET = (
+    f"INSERT INTO {TABLE} (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value"
+)
+
+
+@dataclass(frozen=True)
+class PollerCounters:
+    """What the host's poller counted since the state file was created."""
+
+    requests: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    redis_errors: int = 0
+    mode: str | None = None  # the last tick's, one of MODES
+    tick_ms: int | None = None  # when the active poller last ticked
+    stopped_ms: int | None = None  # when a poller last stopped cleanly, releasing the lease
+    quota: GitHubQuota | None = None
+
+
+@dataclass
+class CountersUpdate:
+    """Amounts to add, and values to set where not None."""
+
+    requests: dict[str, int] = field(default_factory=dict)
+    redis_errors: int = 0
+    mode: str | None = None
+    tick_ms: int | None = None
+    stopped_ms: int | None = None
+    quota: GitHubQuota | None = None
+
+    def is_empty(self) -> bool:
+        return self == CountersUpdate()
+
+
+def record(store: StateStore, update: CountersUpdate) -> None:
+    """Adds and sets ``update`` in one transaction. Raises StateUnavailable (nothing written)."""
+    adds = [(f"requests.{name}", count) for name, count in update.requests.items() if count]
+    if update.redis_errors:
+        adds.append(("redis.errors", update.redis_errors))
+    sets: list[tuple[str, int | str]] = [
+        (name, value)
+        for name, value in (
+            ("mode", update.mode),
+            ("tick_ms", update.tick_ms),
+            ("stopped_ms", update.stopped_ms),
+        )
+        if value is not None
+    ]
+    quota = update.quota
+    if quota is not None:  # the four together; -1: this answer announced no reset
+        reset_ms = -1 if quota.reset_ms is None else quota.reset_ms
+        sets += [
+            ("quota.remaining", quota.remaining),
+            ("quota.limit", quota.limit),
+            ("quota.reset_ms", reset_ms),
+            ("quota.seen_ms", quota.seen_ms),
+        ]
+
+    def write(db: sqlite3.Connection) -> None:
+        db.execute(_CREATE)
+        db.executemany(_ADD, adds)
+        db.executemany(_SET, sets)
+
+    store.write_with(write)
+
+
+def read_counters(store: StateStore) -> PollerCounters:
+    """The counters; zeros for a missing file or a file without the table. Raises
+    StateUnavailable."""
+
+    def read(db: sqlite3.Connection) -> dict[str, object]:
+        exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,))
+        if exists.fetchone() is None:
+            return {}
+        return {str(name): value for name, value in db.execute(f"SELECT name, value FROM {TABLE}")}
+
+    return decode(store.read_with(read) or {})
+
+
+def decode(rows: Mapping[str, object]) -> PollerCounters:
+    """The counters from the table's rows; anything unreadable counts as absent."""
+    mode = rows.get("mode")
+    return PollerCounters(
+        requests={name: _count(rows.get(f"requests.{name}")) or 0 for name in OUTCOMES},
+        redis_errors=_count(rows.get("redis.errors")) or 0,
+        mode=mode if isinstance(mode, str) and mode in MODES else None,
+        tick_ms=_count(rows.get("tick_ms")),
+        stopped_ms=_count(rows.get("stopped_ms")),
+        quota=_quota(rows),
+    )
+
+
+def _quota(rows: Mapping[str, object]) -> GitHubQuota | None:
+    remaining, limit, seen_ms = (
+        _count(rows.get(f"quota.{name}")) for name in ("remaining", "limit", "seen_ms")
+    )
+    if remaining is None or limit is None or seen_ms is None:
+        return None
+    return GitHubQuota(
+        remaining=remaining, limit=limit, reset_ms=_count(rows.get("quota.reset_ms")), seen_ms=seen_ms
+    )
+
+
+def _count(value: object) -> int | None:
+    """A non-negative integer, else None (negative stands for "none")."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value

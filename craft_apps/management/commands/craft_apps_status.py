@@ -1,0 +1,79 @@
+"""``python manage.py craft_apps_status [--json] [--check [--rule NAME ...]]``: this host, as the
+poller left it, and the fleet, as Redis holds it.
+
+Without ``--check`` it exits 0 whatever it finds (it reports). ``--check`` applies the health
+endpoint's rules (``craft_apps.host.health``): exit 0 when healthy, else 1 with one line per
+problem on stdout, for cron and exec probes. Redis is read only for the report, never for
+``--check``, and Redis trouble is reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from craft_apps.clock import SystemClock
+from craft_apps.conf import app_settings
+from craft_apps.host.health import (
+    RULES,
+    HealthPolicy,
+    current_policy,
+    health_document,
+    health_problems,
+    parse_rules,
+)
+from craft_apps.host.observe import HostView, observe
+from craft_apps.host.store import StateStore
+from craft_apps.ops.status import read_fleet, render_text, status_document
+
+EXIT_UNHEALTHY = 1
+
+
+class Command(BaseCommand):
+    help = "Shows this host's craft app releases, poller, lease, backoff and GitHub quota."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="The status as a JSON document.")
+        parser.add_argument(
+            "--check",
+            action="store_true",
+            help="Apply the health rules: exit 0 when healthy, else 1 with one line per problem.",
+        )
+        parser.add_argument(
+            "--rule",
+            action="append",
+            choices=RULES,
+            default=[],
+            help="With --check: only this rule (repeat for more); all of them by default.",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        now_ms = SystemClock().now_ms()
+        store = StateStore(app_settings.STATE_DIR)
+        try:
+            view = observe(store)
+        finally:
+            store.close()
+        policy = current_policy()
+        if options["check"]:
+            self._check(view, policy, now_ms, options)
+            return
+        fleet = read_fleet([app.key for app in app_settings.APPS])
+        doc = status_document(view, fleet, policy, app_settings.APPS, now_ms)
+        if options["json"]:
+            self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            self.stdout.write(render_text(doc, now_ms), ending="")
+
+    def _check(self, view: HostView, policy: HealthPolicy, now_ms: int, options: dict[str, Any]) -> None:
+        rules = parse_rules(options["rule"])
+        problems = health_problems(view, policy, now_ms, rules)
+        if options["json"]:
+            self.stdout.write(json.dumps(health_document(problems, rules), ensure_ascii=False))
+        else:
+            for problem in problems:
+                self.stdout.write(problem.line())
+        if problems:
+            raise CommandError(f"{len(problems)} health problems", returncode=EXIT_UNHEALTHY)

@@ -1,0 +1,291 @@
+"""What ``craft_apps_status`` shows: the host's state file and the fleet's Redis as one document.
+
+``status_document`` builds a plain, JSON-ready dict (the ``--json`` output, its format in the
+README's "Operating it"); ``render_text`` lays the same document out for people, so the two
+never disagree. Health is ``craft_apps.host.health``'s rules, as the health endpoint applies
+them. Redis is read with the poller's own client and timeouts; any trouble there is reported
+in the document and never stops the command.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from craft_apps.conf import app_settings
+from craft_apps.domain import AppSpec, Backoff
+from craft_apps.fleet import entry as shared_entry
+from craft_apps.fleet.connection import describe_error, poller_redis_client
+from craft_apps.fleet.entry import SharedAppEntry
+from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisTrouble, SharedStore
+from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
+from craft_apps.host.observe import HostView
+from craft_apps.instants import datetime_to_ms, format_duration, format_ms, parse_rfc3339
+from craft_apps.polling.schedule import due_at_ms
+
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Claim:
+    claimed_ms: int
+    by: str | None
+
+
+@dataclass(frozen=True)
+class FleetView:
+    """What the fleet's Redis holds, or why it couldn't be read."""
+
+    configured: bool
+    problem: str | None = None
+    entries: Mapping[str, SharedAppEntry | None] = field(default_factory=dict)
+    claims: Mapping[str, Claim] = field(default_factory=dict)
+    backoff: Backoff | None = None
+
+
+def read_fleet(keys: Sequence[str]) -> FleetView:
+    """The fleet's entries, claims and backoff through the poller's Redis alias (its timeouts);
+    ``configured`` is False when the host doesn't coordinate."""
+    if not app_settings.COORDINATION_ENABLED:
+        return FleetView(configured=False)
+    client = poller_redis_client(app_settings.REDIS_ALIAS)
+    if client is None:
+        return FleetView(configured=False)
+    store = SharedStore(client, hostname=socket.gethostname(), key_prefix=app_settings.REDIS_KEY_PREFIX)
+    try:
+        entries, backoff = store.read(keys)
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hmget(store.app_key(key), [shared_entry.FIELD_CLAIMED_MS, shared_entry.FIELD_BY])
+        replies = pipe.execute()
+    except RedisTrouble as err:
+        return FleetView(configured=True, problem=str(err))
+    except (RedisError, OSError) as err:
+        return FleetView(configured=True, problem=f"reading the claims: {describe_error(err)}")
+    finally:
+        client.close()
+    claims = {}
+    for key, reply in zip(keys, replies, strict=True):
+        claim = _claim(reply)
+        if claim is not None:
+            claims[key] = claim
+    return FleetView(
+        configured=True, entries=dict(zip(keys, entries, strict=True)), claims=claims, backoff=backoff
+    )
+
+
+def _claim(reply: object) -> Claim | None:
+    if not isinstance(reply, list | tuple) or len(reply) != 2:
+        return None
+    fields = shared_entry.text_fields(
+        {name: value for name, value in zip(("claimed_ms", "by"), reply, strict=True) if value is not None}
+    )
+    text = fields.get("claimed_ms", "")
+    if not text.isdigit() or not 0 < int(text) <= shared_entry.MAX_TIME_MS:
+        return None
+    return Claim(claimed_ms=int(text), by=fields.get("by") or None)
+
+
+def status_document(
+    view: HostView,
+    fleet: FleetView,
+    policy: HealthPolicy,
+    apps: Sequence[AppSpec],
+    now_ms: int,
+) -> dict[str, Any]:
+    """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``)."""
+    counters = view.counters
+    problems = health_problems(view, policy, now_ms)
+    backoff = view.snapshot.backoff
+    quota = counters.quota
+    lease = view.lease
+    return {
+        "format": FORMAT,
+        "generated_at": format_ms(now_ms),
+        "state_file": {"path": str(view.path), "exists": view.exists, "problem": view.problem},
+        "mode": "disabled" if not policy.polling_enabled else counters.mode,
+        "apps": [_app(view, fleet, app, policy, now_ms) for app in sorted(apps, key=lambda a: a.key)],
+        "host_backoff": _backoff(backoff, now_ms),
+        "fleet_backoff": None if fleet.backoff is None else _backoff(fleet.backoff, now_ms),
+        "lease": None
+        if lease is None
+        else {
+            "holder": lease.holder,
+            "fence": lease.fence,
+            "expires_at": _instant(lease.expires_ms or None),
+            "active": lease_active(view, now_ms),
+        },
+        "poller": {"last_tick_at": _instant(counters.tick_ms), "stopped_at": _instant(counters.stopped_ms)},
+        "github_quota": None
+        if quota is None
+        else {
+            "remaining": quota.remaining,
+            "limit": quota.limit,
+            "reset_at": _instant(quota.reset_ms),
+            "seen_at": _instant(quota.seen_ms),
+        },
+        "github_requests": dict(counters.requests),
+        "redis": {"configured": fleet.configured, "problem": fleet.problem, "errors": counters.redis_errors},
+        "health": health_document(problems),
+    }
+
+
+def _app(view: HostView, fleet: FleetView, app: AppSpec, policy: HealthPolicy, now_ms: int) -> dict[str, Any]:
+    state = view.snapshot.apps.get(app.key)
+    release = state.latest_release if state is not None and state.fetched_ms is not None else None
+    published = release.published_at if release is not None else None
+    next_due = None
+    if state is not None:
+        due = due_at_ms(state, policy.interval_ms)
+        backoff = view.snapshot.backoff
+        if backoff.is_active(now_ms) and backoff.until_ms is not None:
+            due = max(due or 0, backoff.until_ms)
+        next_due = due if due is not None and due > now_ms else None
+    claim = fleet.claims.get(app.key)
+    return {
+        "key": app.key,
+        "repo": app.repo,
+        "tag": release.tag if release is not None else None,
+        "published_at": _instant(datetime_to_ms(published)) if published is not None else None,
+        "last_fetched_at": _instant(state.fetched_ms if state else None),
+        "last_fetched_age_s": _age_s(state.fetched_ms if state else None, now_ms),
+        "last_failure_at": _instant(state.failed_ms if state else None),
+        "failures": state.failures if state is not None and state.is_failing() else 0,
+        "next_due_at": _instant(next_due),
+        "etag": bool(state is not None and state.etag),
+        "fleet_claim": None
+        if claim is None
+        else {
+            "by": claim.by,
+            "at": format_ms(claim.claimed_ms),
+            "active": 0 <= now_ms - claim.claimed_ms < CLAIM_WINDOW_MS,
+        },
+    }
+
+
+def _backoff(backoff: Backoff, now_ms: int) -> dict[str, Any]:
+    active = backoff.is_active(now_ms)
+    return {"until": _instant(backoff.until_ms) if active else None, "trouble": backoff.trouble}
+
+
+def _instant(ms: int | None) -> str | None:
+    try:
+        return None if ms is None else format_ms(ms)
+    except (OverflowError, ValueError):  # a stored time beyond what a date can hold
+        return None
+
+
+def _age_s(ms: int | None, now_ms: int) -> int | None:
+    return None if ms is None else max(0, now_ms - ms) // 1000
+
+
+# ---- for people ------------------------------------------------------------------------------
+
+
+def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
+    """The document as a table of apps and a list of the host's facts."""
+    relative = _Relative(now_ms)
+    header = ("APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT DUE", "ETAG", "FLEET CLAIM")
+    rows = [header]
+    for app in doc["apps"]:
+        failures = "-"
+        if app["failures"]:
+            failures = f"{app['failures']} (last {relative.of(app['last_failure_at'])})"
+        claim = app["fleet_claim"]
+        rows.append(
+            (
+                app["key"],
+                app["tag"] or "-",
+                (app["published_at"] or "-")[:10],
+                relative.of(app["last_fetched_at"], never="not yet"),
+                failures,
+                relative.of(app["next_due_at"], never="now"),
+                "yes" if app["etag"] else "no",
+                "-" if claim is None else f"{claim['by'] or '?'} {relative.of(claim['at'])}",
+            )
+        )
+    widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]
+    lines = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    facts = _facts(doc, relative)
+    label_width = max(len(label) for label, _ in facts)
+    lines.append("")
+    lines += [f"{label.ljust(label_width)}  {value}" for label, value in facts]
+    return "\n".join(lines) + "\n"
+
+
+def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:
+    state_file, poller, lease, redis = doc["state_file"], doc["poller"], doc["lease"], doc["redis"]
+    facts = [("state file", state_file["path"])]
+    if state_file["problem"]:
+        facts.append(("", f"unreadable: {state_file['problem']}"))
+    mode = doc["mode"] or "unknown (no tick recorded)"
+    if poller["last_tick_at"]:
+        mode += f", last tick {relative.of(poller['last_tick_at'])}"
+    facts.append(("mode", mode))
+    if lease is None:
+        facts.append(("lease", "never held"))
+    else:
+        custody = f"{lease['holder']}, fence {lease['fence']}"
+        if lease["active"]:
+            facts.append(("lease", f"held by {custody}, expires {relative.of(lease['expires_at'])}"))
+        else:
+            ended = relative.of(lease["expires_at"] or poller["stopped_at"], never="an unknown time")
+            facts.append(("lease", f"free since {ended} (last held by {custody})"))
+    facts.append(("host backoff", _backoff_text(doc["host_backoff"], relative)))
+    if not redis["configured"]:
+        facts.append(("fleet backoff", "- (no Redis: this host polls alone)"))
+    elif redis["problem"]:
+        facts.append(("fleet backoff", "unknown (Redis can't be read)"))
+    else:
+        facts.append(("fleet backoff", _backoff_text(doc["fleet_backoff"], relative)))
+    quota = doc["github_quota"]
+    if quota is None:
+        facts.append(("github quota", "not seen yet"))
+    else:
+        reset = f", resets {relative.of(quota['reset_at'])}" if quota["reset_at"] else ""
+        seen = relative.of(quota["seen_at"])
+        facts.append(("github quota", f"{quota['remaining']} of {quota['limit']} left{reset} (seen {seen})"))
+    requests = doc["github_requests"]
+    facts.append(
+        (
+            "github requests",
+            f"{requests['fetched']} fetched, {requests['not_modified']} not modified, "
+            f"{requests['failed']} failed, {requests['rate_limited']} rate limited",
+        )
+    )
+    if not redis["configured"]:
+        reach = "not configured"
+    else:
+        reach = f"trouble: {redis['problem']}" if redis["problem"] else "reachable"
+    facts.append(("redis", f"{reach}; {redis['errors']} errors counted by the poller"))
+    health = doc["health"]
+    facts.append(("health", health["status"]))
+    facts += [("", f"{problem['rule']}: {problem['detail']}") for problem in health["problems"]]
+    return facts
+
+
+def _backoff_text(backoff: Mapping[str, Any], relative: _Relative) -> str:
+    if backoff["until"] is None:
+        return "none"
+    until = backoff["until"]
+    return f"until {until} ({relative.of(until)}), {backoff['trouble']} troubled rounds in a row"
+
+
+class _Relative:
+    """Instants of the document as "12 s ago" / "in 3 min"."""
+
+    def __init__(self, now_ms: int) -> None:
+        self._now_ms = now_ms
+
+    def of(self, instant: str | None, never: str = "-") -> str:
+        if instant is None:
+            return never
+        delta = datetime_to_ms(parse_rfc3339(instant)) - self._now_ms
+        return f"in {format_duration(delta)}" if delta > 0 else f"{format_duration(-delta)} ago"

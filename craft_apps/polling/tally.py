@@ -1,0 +1,88 @@
+"""What each tick adds to the host's counters, and what ``--once`` exits with.
+
+After every tick the runner hands the tick's report here: its requests by outcome, the Redis
+errors since the last tick, the mode, the tick's time and GitHub's last quota go to the state
+file's counters (``craft_apps.host.counters``) in one small transaction. When the state file
+can't be written the numbers are kept and added at the next tick that can, and the trouble is
+logged once, not every tick.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from craft_apps.clock import Clock
+from craft_apps.domain import AppState, GitHubQuota
+from craft_apps.host.counters import CountersUpdate, record
+from craft_apps.host.store import StateStore, StateUnavailable
+from craft_apps.polling.poller import Poller, TickReport
+from craft_apps.polling.schedule import age_ms
+
+logger = logging.getLogger(__name__)
+
+EXIT_STALE = 3  # --once: requests failed or were refused and some app is older than the interval
+
+
+class Tally:
+    """Adds each tick's numbers to the host's counters."""
+
+    def __init__(self, host: StateStore, clock: Clock) -> None:
+        self._host = host
+        self._clock = clock
+        self._pending = CountersUpdate()
+        self._poller: Poller | None = None
+        self._redis_errors_counted = 0  # of self._poller's trouble log
+        self._trouble: str | None = None
+
+    def after_tick(self, report: TickReport, poller: Poller, github: object) -> None:
+        pending = self._pending
+        result = report.round
+        for outcome, count in (
+            ("fetched", result.fetched),
+            ("not_modified", result.unchanged),
+            ("failed", result.failed),
+            ("rate_limited", int(result.rate_limited)),
+        ):
+            pending.requests[outcome] = pending.requests.get(outcome, 0) + count
+        if poller is not self._poller:  # a new custody starts a new trouble log
+            self._poller, self._redis_errors_counted = poller, 0
+        pending.redis_errors += poller.redis_log.errors - self._redis_errors_counted
+        self._redis_errors_counted = poller.redis_log.errors
+        pending.mode = report.mode.value
+        pending.tick_ms = self._clock.now_ms()
+        quota = getattr(github, "last_quota", None)  # GitHubClient's; a stand-in may have none
+        if isinstance(quota, GitHubQuota):
+            pending.quota = quota
+        self._flush()
+
+    def stopped(self) -> None:
+        """Notes a clean stop, so the health rules know since when no poller has been active."""
+        self._pending.stopped_ms = self._clock.now_ms()
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            record(self._host, self._pending)
+        except StateUnavailable as err:
+            if self._trouble != str(err):
+                self._trouble = str(err)
+                logger.warning("Craft app releases: couldn't add to the host's counters (kept): %s", err)
+            return
+        self._pending = CountersUpdate()
+        self._trouble = None
+
+
+def stale_after_trouble(
+    report: TickReport, states: Mapping[str, AppState], now_ms: int, interval_ms: int
+) -> list[str]:
+    """The apps older than the interval (or never fetched) when the round had failed or
+    rate-limited requests, or didn't run for a backoff; empty otherwise."""
+    troubled = report.round.failed > 0 or report.round.rate_limited or report.backing_off
+    if not troubled:
+        return []
+    return sorted(
+        key
+        for key, state in states.items()
+        if state.fetched_ms is None or age_ms(state.fetched_ms, now_ms) > interval_ms
+    )

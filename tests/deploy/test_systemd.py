@@ -1,0 +1,134 @@
+"""The systemd examples: `systemd-analyze verify` finds nothing to say, the hardening is there and
+scores well offline, and the poller unit's command, run as the unit would run it, polls."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from craft_apps.conf import DEFAULT_APPS
+from craft_apps.testing.demo_releases import demo_release
+from craft_apps.testing.fake_github import FakeGitHub
+
+ROOT = Path(__file__).resolve().parents[2]
+UNITS = ROOT / "config" / "systemd"
+NAMES = ("craft-apps-web.service", "craft-apps-poller.service")
+PREFIX = "/srv/craft_apps"
+HARDENING = {
+    "NoNewPrivileges": "yes",
+    "ProtectSystem": "strict",
+    "ProtectHome": "yes",
+    "PrivateTmp": "yes",
+    "StateDirectory": "craft_apps",
+    "StateDirectoryMode": "0700",
+    "User": "craft-apps",
+}
+
+pytestmark = pytest.mark.slow
+
+
+def service_section(path: Path) -> list[tuple[str, str]]:
+    """The [Service] section's settings in order (a key may repeat, as Environment= does)."""
+    settings, section = [], None
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            settings.append((key, value))
+    return settings
+
+
+@pytest.fixture
+def installed(tmp_path: Path) -> Path:
+    """The units as installed for a checkout at tmp_path/app (this one, through symlinks)."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for name in (".venv", "manage.py", "config", "craft_apps"):
+        (app / name).symlink_to(ROOT / name)
+    units = tmp_path / "units"
+    units.mkdir()
+    for name in NAMES:
+        (units / name).write_text((UNITS / name).read_text().replace(PREFIX, str(app)))
+    return units
+
+
+def systemd_analyze() -> str:
+    found = shutil.which("systemd-analyze")
+    assert found, "systemd-analyze is missing: .ci/setup installs Debian's systemd package"
+    return found
+
+
+def test_systemd_analyze_verify_has_nothing_to_say(installed: Path):
+    done = subprocess.run(
+        [systemd_analyze(), "verify", "--man=no", *(f"./{name}" for name in NAMES)],
+        cwd=installed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout + done.stderr == "", done.stdout + done.stderr
+
+
+def test_a_mistake_in_a_unit_would_be_caught(installed: Path):
+    unit = installed / NAMES[1]
+    unit.write_text(unit.read_text().replace("ProtectSystem=strict", "ProtectSystem=sometimes"))
+    done = subprocess.run(
+        [systemd_analyze(), "verify", "--man=no", f"./{NAMES[1]}"],
+        cwd=installed,
+        capture_output=True,
+        text=True,
+    )
+    assert "protect system value" in done.stdout + done.stderr, (done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_both_are_hardened_and_share_the_state_directory_as_one_user(name: str, installed: Path):
+    settings = dict(service_section(UNITS / name))
+    assert {key: settings.get(key) for key in HARDENING} == HARDENING
+    assert ("Environment", "CRAFT_APPS_STATE_DIR=%S/craft_apps") in service_section(UNITS / name)
+    done = subprocess.run(
+        [systemd_analyze(), "security", "--offline=yes", f"./{name}"],
+        cwd=installed,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    level = re.search(r"Overall exposure level for \S+: ([0-9.]+)", done.stdout)
+    assert level is not None, done.stdout + done.stderr
+    assert float(level.group(1)) <= 2.0, done.stdout[-2000:]
+
+
+def test_the_poller_units_command_polls_as_the_unit_runs_it(tmp_path: Path, installed: Path):
+    """ExecStart in WorkingDirectory with the unit's Environment= (%S the state root), plus --once."""
+    settings = service_section(installed / NAMES[1])
+    values = dict(settings)
+    state_root = tmp_path / "var-lib"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
+    for key, value in settings:
+        if key == "Environment":
+            name, _, text = value.partition("=")
+            env[name] = text.replace("%S", str(state_root))
+    with FakeGitHub() as github:
+        for app in DEFAULT_APPS:
+            github.publish(app.repo, demo_release(app, "1.0.0", datetime(2026, 10, 8, tzinfo=UTC)))
+        env["CRAFT_APPS_RELEASE_GITHUB_API_URL"] = github.url
+        env["CRAFT_APPS_RELEASE_APPS"] = "photocraft=PhotoCraft=storytold/photocraft"
+        done = subprocess.run(
+            [*shlex.split(values["ExecStart"]), "--once"],
+            cwd=values["WorkingDirectory"].replace(PREFIX, str(installed.parent / "app")),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert (state_root / "craft_apps" / "craft_apps_state.sqlite3").exists()

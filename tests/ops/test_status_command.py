@@ -1,0 +1,161 @@
+"""`manage.py craft_apps_status` as real processes after a real poller round, with a real Redis,
+and in process for what only Redis can show (the fleet's backoff and claims)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from craft_apps.domain import AppState, Backoff
+from craft_apps.fleet.store import SharedStore
+from craft_apps.host.counters import CountersUpdate, record
+from craft_apps.host.store import StateStore
+from craft_apps.testing.fake_github import FakeGitHub
+from tests.fleet.server import RedisServer, free_port
+from tests.support import apps_setting, publish, release, stand_in
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS_SETTING = apps_setting()
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with stand_in() as server:
+        yield server
+
+
+@pytest.fixture
+def env(github: FakeGitHub, state_dir: Path, redis_server: RedisServer, redis_client) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        CRAFT_APPS_STATE_DIR=str(state_dir),
+        CRAFT_APPS_RELEASE_GITHUB_API_URL=github.url,
+        CRAFT_APPS_RELEASE_APPS=APPS_SETTING,
+        CRAFT_APPS_REDIS_URL=redis_server.url,
+    )
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_after_a_coordinated_round_it_shows_every_app_the_lease_and_the_quota(env: dict[str, str]):
+    assert manage(env, "poll_craft_releases", "--once").returncode == 0
+    done = manage(env, "craft_apps_status", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["format"] == 1 and doc["mode"] == "coordinated"
+    assert [app["key"] for app in doc["apps"]] == ["artcraft-launcher", "photocraft"]
+    for app in doc["apps"]:
+        assert app["tag"] == "v0.5.0" and app["etag"] is True and app["failures"] == 0
+        assert app["published_at"] == "2026-10-08T00:00:00Z"
+        assert 0 <= app["last_fetched_age_s"] < 60 and app["next_due_at"] is not None
+        assert app["fleet_claim"]["by"] == socket.gethostname()
+    assert doc["lease"]["active"] is False and doc["lease"]["expires_at"] is None  # released cleanly
+    assert doc["poller"]["stopped_at"] is not None
+    assert doc["github_quota"]["limit"] == 60 and doc["github_quota"]["remaining"] == 58
+    assert doc["github_requests"] == {"fetched": 2, "not_modified": 0, "failed": 0, "rate_limited": 0}
+    assert doc["redis"] == {"configured": True, "problem": None, "errors": 0}
+    assert doc["fleet_backoff"] == {"until": None, "trouble": 0}
+    assert doc["health"] == {"status": "ok", "rules": ["state_file", "poller", "stale"], "problems": []}
+    text = manage(env, "craft_apps_status")
+    assert text.returncode == 0
+    assert text.stdout.splitlines()[0].split() == [
+        "APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT", "DUE", "ETAG", "FLEET", "CLAIM"
+    ]  # fmt: skip
+    assert "github quota     58 of 60 left, resets in " in text.stdout
+    assert "health           ok" in text.stdout
+
+
+def test_check_exits_1_with_one_line_per_problem(env: dict[str, str], state_dir: Path):
+    assert manage(env, "poll_craft_releases", "--once").returncode == 0
+    assert manage(env, "craft_apps_status", "--check").returncode == 0
+    db = sqlite3.connect(state_dir / "craft_apps_state.sqlite3")
+    with db:
+        db.execute("UPDATE app_state SET fetched_ms = fetched_ms - 5 * 3600 * 1000")
+    db.close()
+    checked = manage(env, "craft_apps_status", "--check")
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("stale: ") for line in lines), lines
+    assert "photocraft was last fetched 5 h" in checked.stdout
+
+
+def test_check_takes_the_rules_asked_for_and_speaks_json(settings, state_dir: Path):
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
+    publish(state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=1)})  # long ago
+    record(StateStore(state_dir), CountersUpdate(stopped_ms=int(time.time() * 1000)))  # just stopped
+    assert status("--check", "--rule", "poller") == ""
+    with pytest.raises(CommandError) as failed:
+        status("--check", "--json", "--rule", "stale")
+    assert failed.value.returncode == 1
+    with pytest.raises(CommandError):
+        out = StringIO()
+        call_command("craft_apps_status", "--check", "--json", stdout=out)
+    body = json.loads(out.getvalue())
+    assert body["status"] == "unhealthy"
+    details = [problem["detail"] for problem in body["problems"]]
+    assert [detail.split(" ")[0] for detail in details] == ["photocraft", "artcraft-launcher"]
+
+
+def redis_alias(url: str) -> dict[str, object]:
+    return {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": url + "?client_name=craft_apps_poller",
+        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 3, "SOCKET_TIMEOUT": 5},
+    }
+
+
+def status(*args: str) -> str:
+    out = StringIO()
+    call_command("craft_apps_status", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_redis_trouble_is_reported_and_never_fatal(settings, state_dir: Path):
+    settings.CACHES = {**settings.CACHES, "craft_apps": redis_alias(f"redis://127.0.0.1:{free_port()}/0")}
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
+    publish(state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=1)})
+    doc = json.loads(status("--json"))
+    assert doc["redis"]["configured"] is True and "ConnectionError" in doc["redis"]["problem"]
+    assert doc["fleet_backoff"] is None and doc["apps"][1]["tag"] == "v0.5.0"
+    assert "fleet backoff    unknown (Redis can't be read)" in status()
+
+
+def test_the_fleet_backoff_and_a_claim_in_redis_show(
+    settings, state_dir: Path, redis_server: RedisServer, redis_client
+):
+    settings.CACHES = {**settings.CACHES, "craft_apps": redis_alias(redis_server.url)}
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
+    shared = SharedStore(redis_client, hostname="host-b")
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    assert shared.claim("photocraft", now_ms - 5000)
+    shared.write_backoff(Backoff(until_ms=now_ms + 600_000, trouble=2))
+    doc = json.loads(status("--json"))
+    claims = {app["key"]: app["fleet_claim"] for app in doc["apps"]}
+    assert claims["artcraft-launcher"] is None
+    assert claims["photocraft"]["by"] == "host-b" and claims["photocraft"]["active"] is True
+    assert doc["fleet_backoff"]["trouble"] == 2 and doc["fleet_backoff"]["until"] is not None
+    assert doc["state_file"]["exists"] is False
+    assert [p["rule"] for p in doc["health"]["problems"]] == ["poller", "stale", "stale"]
+    text = status()
+    assert "2 troubled rounds in a row" in text and "host-b 5 s ago" in text
