@@ -79,6 +79,43 @@ class AppSpec:
     repo: str
 
 
+# What a stored time, count and ETag may be, wherever an app's state is stored (the host's state
+# file and the fleet's Redis hashes both hold them, and both read them as untrusted input).
+MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last instant we can write
+MAX_COUNT = 2**32 - 1  # the reference pods keep counts as u32
+MAX_ETAG_CHARS = 512  # GitHub's are about 70; an ETag goes back to GitHub in a header
+
+
+def is_stored_time(value: object) -> bool:
+    """A Unix-millisecond instant after the epoch and no later than year 9999."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TIME_MS
+
+
+def is_stored_count(value: object) -> bool:
+    """A count of failures or troubled rounds: 0 to 2^32 - 1."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+def is_stored_etag(value: object) -> bool:
+    """An ETag we can send back in ``If-None-Match``: printable text on one line, bounded."""
+    return isinstance(value, str) and 0 < len(value) <= MAX_ETAG_CHARS and value.isprintable()
+
+
+def newer_wins(stored_ms: int | None, incoming_ms: int | None, *, min_gap_ms: int = 0) -> bool:
+    """Whether an entry stamped ``incoming_ms`` replaces one stamped ``stored_ms``.
+
+    Nothing goes back in time: anything replaces an entry without a time, an entry without a
+    time replaces nothing that has one, and otherwise the incoming entry must be at least
+    ``min_gap_ms`` later (0: the same instant replaces, so a writer may rewrite its own entry;
+    1: only a strictly newer one). The host's state file, the merge of the fleet's entries, and
+    the fleet's guarded writes (the WATCH path in Python, ``guarded_write.lua`` its twin) all
+    decide with this rule.
+    """
+    if stored_ms is None:
+        return True
+    return incoming_ms is not None and incoming_ms >= stored_ms + min_gap_ms
+
+
 @dataclass(slots=True)
 class AppState:
     """What one host knows about one app.

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from craft_apps.codec import decode_release, encode_release
-from craft_apps.domain import Backoff, Release
+from craft_apps.domain import MAX_COUNT, Backoff, Release, is_stored_count, is_stored_etag, is_stored_time
 
 DEFAULT_KEY_PREFIX = "craftApps:releases:"
 APP_TTL_MS = 7 * 24 * 3600 * 1000
@@ -44,9 +44,6 @@ FIELD_BY = "by"
 FIELD_UNTIL_MS = "until_ms"
 FIELD_TROUBLE = "trouble"
 
-# The latest instant a datetime can hold (9999-12-31T23:59:59.999Z): later times are garbage.
-MAX_TIME_MS = 253_402_300_799_999
-MAX_COUNT = 2**32 - 1  # the reference stores counts as u32
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 RawHash = Mapping[str, str] | Mapping[bytes, bytes] | Mapping[str | bytes, str | bytes]
@@ -147,6 +144,9 @@ def _decode_fetch(
     except (ValueError, TypeError, RecursionError) as err:
         problems.append(f"{FIELD_RELEASE} is unreadable ({' '.join(str(err).split())[:120]})")
         return None
+    if etag and not is_stored_etag(etag):
+        problems.append(f"{FIELD_ETAG} {etag[:40]!r} is not one line of printable text")
+        return None
     return SharedFetch(latest_release=release, etag=etag or None, fetched_ms=fetched_ms)
 
 
@@ -162,7 +162,7 @@ def _time_field(fields: dict[str, str], name: str, problems: list[str]) -> int |
     if text is None:
         return None
     ms = _integer(text)
-    if ms is None or not 0 < ms <= MAX_TIME_MS:
+    if ms is None or not is_stored_time(ms):
         problems.append(f"{name} {text[:40]!r} is not a time in Unix ms")
         return None
     return ms
@@ -170,7 +170,7 @@ def _time_field(fields: dict[str, str], name: str, problems: list[str]) -> int |
 
 def _count(text: str | None) -> int | None:
     number = _integer(text)
-    return number if number is not None and 0 <= number <= MAX_COUNT else None
+    return number if is_stored_count(number) else None
 
 
 def _clamp_count(number: int, low: int) -> int:

@@ -43,7 +43,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from craft_apps.codec import decode_release
-from craft_apps.domain import Backoff, Release
+from craft_apps.domain import Backoff, Release, newer_wins
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error
 from craft_apps.fleet.entry import SharedAppEntry, SharedFailure
@@ -148,7 +148,7 @@ def decide_write(write: GuardedWrite, stored: StoredKey) -> WriteEffect:
     if (
         stored_time is not None
         and _STORED_TIME.fullmatch(stored_time)
-        and int(stored_time) + write.min_gap_ms > write.time_ms
+        and not newer_wins(int(stored_time), write.time_ms, min_gap_ms=write.min_gap_ms)
     ):
         return WriteEffect.NOTHING
     if stored.kind not in ("hash", "none") or (foreign and write.full):

@@ -28,7 +28,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from craft_apps.codec import decode_release, encode_release
-from craft_apps.domain import AppState, Backoff
+from craft_apps.domain import (
+    AppState,
+    Backoff,
+    is_stored_count,
+    is_stored_etag,
+    is_stored_time,
+    newer_wins,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -308,10 +315,8 @@ class StateStore:
             with _transaction(db, "BEGIN IMMEDIATE"):
                 self._check_fence(db, fence)
                 old = db.execute(f"SELECT {_APP_COLUMNS} FROM app_state WHERE key = ?", (key,)).fetchone()
-                stored_fetched = old[2] if old is not None and _is_ms(old[2]) else None
-                if stored_fetched is not None and (
-                    state.fetched_ms is None or stored_fetched > state.fetched_ms
-                ):
+                stored_fetched = old[2] if old is not None and is_stored_time(old[2]) else None
+                if not newer_wins(stored_fetched, state.fetched_ms):
                     return False
                 new = _encode_app(key, state)
                 if old is None or tuple(old) != new:
@@ -535,7 +540,7 @@ class StateStore:
         if file_format != FORMAT_VERSION:
             self._raise_unless_blank(db, None)
             return None
-        if not _is_count(version):
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
             raise StateUnavailable(f"craft_apps state file {self.path} is corrupt (bad version counter)")
         return int(version)
 
@@ -706,23 +711,15 @@ def _stat_id(result: os.stat_result) -> tuple[int, int]:
     return (result.st_dev, result.st_ino)
 
 
-def _is_ms(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_count(value: object) -> bool:
-    return _is_ms(value) and isinstance(value, int) and value >= 0
-
-
 def _encode_app(key: str, state: AppState) -> tuple[str, str | None, int | None, int | None, int]:
     for name in ("fetched_ms", "failed_ms"):
         value = getattr(state, name)
-        if value is not None and not _is_ms(value):
+        if value is not None and not is_stored_time(value):
             raise ValueError(f"app {key!r}: {name} must be Unix milliseconds or None, not {value!r}")
-    if state.etag is not None and not isinstance(state.etag, str):
-        raise ValueError(f"app {key!r}: etag must be a string or None")
-    if not _is_count(state.failures):
-        raise ValueError(f"app {key!r}: failures must be a non-negative integer, not {state.failures!r}")
+    if state.etag is not None and not is_stored_etag(state.etag):
+        raise ValueError(f"app {key!r}: etag must be one line of printable text or None")
+    if not is_stored_count(state.failures):
+        raise ValueError(f"app {key!r}: failures must be a count from 0 to 2^32 - 1, not {state.failures!r}")
     try:
         release_json = encode_release(state.latest_release)
     except Exception as err:
@@ -736,13 +733,13 @@ def _decode_app_row(row: tuple[Any, ...]) -> tuple[str, AppState]:
         raise ValueError("the key is not text")
     if not isinstance(release_json, str):
         raise ValueError("the release is not text")
-    if etag is not None and not isinstance(etag, str):
-        raise ValueError("the etag is not text")
+    if etag is not None and not is_stored_etag(etag):
+        raise ValueError("the etag is not one line of printable text")
     for name, value in (("fetched_ms", fetched_ms), ("failed_ms", failed_ms)):
-        if value is not None and not _is_ms(value):
-            raise ValueError(f"{name} is not an integer")
-    if not _is_count(failures):
-        raise ValueError("failures is not a non-negative integer")
+        if value is not None and not is_stored_time(value):
+            raise ValueError(f"{name} is not a time in Unix ms")
+    if not is_stored_count(failures):
+        raise ValueError("failures is not a count")
     return key, AppState(
         latest_release=decode_release(release_json),
         fetched_ms=fetched_ms,
@@ -753,17 +750,17 @@ def _decode_app_row(row: tuple[Any, ...]) -> tuple[str, AppState]:
 
 
 def _encode_backoff(backoff: Backoff) -> tuple[int | None, int]:
-    if backoff.until_ms is not None and not _is_ms(backoff.until_ms):
+    if backoff.until_ms is not None and not is_stored_time(backoff.until_ms):
         raise ValueError(f"backoff until_ms must be Unix milliseconds or None, not {backoff.until_ms!r}")
-    if not _is_count(backoff.trouble):
-        raise ValueError(f"backoff trouble must be a non-negative integer, not {backoff.trouble!r}")
+    if not is_stored_count(backoff.trouble):
+        raise ValueError(f"backoff trouble must be a count from 0 to 2^32 - 1, not {backoff.trouble!r}")
     return (backoff.until_ms, backoff.trouble)
 
 
 def _decode_backoff_row(row: tuple[Any, ...]) -> Backoff:
     until_ms, trouble = row
-    if until_ms is not None and not _is_ms(until_ms):
-        raise ValueError("until_ms is not an integer")
-    if not _is_count(trouble):
-        raise ValueError("trouble is not a non-negative integer")
+    if until_ms is not None and not is_stored_time(until_ms):
+        raise ValueError("until_ms is not a time in Unix ms")
+    if not is_stored_count(trouble):
+        raise ValueError("trouble is not a count")
     return Backoff(until_ms=until_ms, trouble=trouble)

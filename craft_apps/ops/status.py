@@ -17,7 +17,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from craft_apps.conf import app_settings
-from craft_apps.domain import AppSpec, Backoff
+from craft_apps.domain import AppSpec, Backoff, is_stored_time
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error, poller_redis_client
 from craft_apps.fleet.entry import SharedAppEntry
@@ -85,7 +85,7 @@ def _claim(reply: object) -> Claim | None:
         {name: value for name, value in zip(("claimed_ms", "by"), reply, strict=True) if value is not None}
     )
     text = fields.get("claimed_ms", "")
-    if not text.isdigit() or not 0 < int(text) <= shared_entry.MAX_TIME_MS:
+    if not text.isdigit() or not is_stored_time(int(text)):
         return None
     return Claim(claimed_ms=int(text), by=fields.get("by") or None)
 

@@ -25,7 +25,7 @@ from functools import partial
 from typing import Protocol
 
 from craft_apps.clock import Clock
-from craft_apps.domain import AppSpec, AppState, Backoff, Release
+from craft_apps.domain import AppSpec, AppState, Backoff, Release, newer_wins
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
@@ -327,7 +327,7 @@ def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
     """``state`` with what is newer in a fleet entry, or None when nothing is."""
     merged = state
     fetched = entry.fetched
-    if fetched is not None and (state.fetched_ms is None or fetched.fetched_ms > state.fetched_ms):
+    if fetched is not None and newer_wins(state.fetched_ms, fetched.fetched_ms, min_gap_ms=1):
         merged = replace(
             merged,
             latest_release=fetched.latest_release,
@@ -335,7 +335,7 @@ def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
             fetched_ms=fetched.fetched_ms,
         )
     failure = entry.failure
-    if failure is not None and (state.failed_ms is None or failure.failed_ms > state.failed_ms):
+    if failure is not None and newer_wins(state.failed_ms, failure.failed_ms, min_gap_ms=1):
         merged = replace(merged, failed_ms=failure.failed_ms, failures=failure.failures)
     return None if merged is state else merged
 
