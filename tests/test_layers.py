@@ -36,7 +36,8 @@ LAYERS: dict[str, int] = {
     "urls": 5,
     "apps": 6,
     "management": 6,
-    "redis_options": 6,  # the 0.1 import path of fleet.options, kept for sites
+    "redis_options": 6,
+    "text": 0,  # the 0.1 import path of fleet.options, kept for sites
     "testing": 6,
     "ops": 5,  # what operators ask: craft_apps_status
 }

@@ -30,6 +30,7 @@ from craft_apps.fleet.options import (
     SOCKET_CONNECT_TIMEOUT_SECS,
     SOCKET_TIMEOUT_SECS,
 )
+from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +46,11 @@ _PASSWORD_PARAM = re.compile(r"(?i)(password['\"]?\s*[=:]\s*['\"]?)[^&\s,'\"}]+"
 
 def describe_error(err: BaseException) -> str:
     """``Type: message`` on one line, shortened, with any password in it masked."""
-    text = " ".join(str(err).split()) or "no details"
+    # Masked before it is cut, so that no cut leaves a piece of a password behind.
+    text = one_line(err) or "no details"
     text = _URL_CREDENTIALS.sub(r"\1***@", text)
     text = _PASSWORD_PARAM.sub(r"\1***", text)
-    if len(text) > _MAX_ERROR_CHARS:
-        text = text[: _MAX_ERROR_CHARS - 3] + "..."
-    return f"{type(err).__name__}: {text}"
+    return f"{type(err).__name__}: {one_line(text, _MAX_ERROR_CHARS)}"
 
 
 def _caches() -> Mapping[str, Any]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from craft_apps.codec import decode_release, encode_release
 from craft_apps.domain import MAX_COUNT, Backoff, Release, is_stored_count, is_stored_etag, is_stored_time
+from craft_apps.text import one_line
 
 DEFAULT_KEY_PREFIX = "craftApps:releases:"
 APP_TTL_MS = 7 * 24 * 3600 * 1000
@@ -142,7 +143,7 @@ def _decode_fetch(
     try:
         release = decode(release_json)
     except (ValueError, TypeError, RecursionError) as err:
-        problems.append(f"{FIELD_RELEASE} is unreadable ({' '.join(str(err).split())[:120]})")
+        problems.append(f"{FIELD_RELEASE} is unreadable ({one_line(err, 120)})")
         return None
     if etag and not is_stored_etag(etag):
         problems.append(f"{FIELD_ETAG} {etag[:40]!r} is not one line of printable text")

@@ -38,6 +38,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from craft_apps.clock import Clock
 from craft_apps.domain import GitHubQuota, Release
 from craft_apps.github.parsing import ReleaseRejected, parse_release
+from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -357,8 +358,7 @@ def _echo(text: str, limit: int = _MAX_ECHO_CHARS, secret: str | None = None) ->
     """
     if secret:
         text = text.replace(secret, "[token]")
-    line = " ".join("".join(c if c.isprintable() else " " for c in text[: limit * 2]).split())
-    return line if len(line) <= limit else line[:limit] + "…"
+    return one_line(text, limit)
 
 
 # --- The total deadline ---------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from craft_apps.domain import (
 )
 from craft_apps.github.links import link_under
 from craft_apps.instants import instant_or_none
+from craft_apps.text import ELLIPSIS, one_line
 
 MAX_TAG_CHARS = 64
 MAX_NAME_CHARS = 200
@@ -39,7 +40,6 @@ MAX_ASSETS = 200
 MAX_FILE_NAME_CHARS = 200
 # The largest integer a JSON client reading numbers as doubles (JavaScript, jq...) keeps exact.
 MAX_SAFE_SIZE = 2**53 - 1
-ELLIPSIS = "…"
 
 _FORBIDDEN_FILE_NAME_CHARS = frozenset('/\\:<>"|?*')
 _SHA256_DIGEST = re.compile(r"sha256:([0-9a-fA-F]{64})")
@@ -95,7 +95,7 @@ def _json_object(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError as err:  # JSONDecodeError, and integers too long to convert
-        raise ReleaseRejected(f"the answer is not JSON: {_first_line(str(err))}") from None
+        raise ReleaseRejected(f"the answer is not JSON: {one_line(err, 120)}") from None
     except RecursionError:
         raise ReleaseRejected("the answer is not JSON: nested too deeply") from None
     if not isinstance(data, dict):
@@ -193,11 +193,6 @@ def is_valid_file_name(name: str) -> bool:
         and not name.startswith(".")
         and all((c == " " or c.isprintable()) and c not in _FORBIDDEN_FILE_NAME_CHARS for c in name)
     )
-
-
-def _first_line(text: str, limit: int = 120) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[:limit] + ELLIPSIS
 
 
 # --- Asset names ----------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from craft_apps.domain import (
     is_stored_time,
     newer_wins,
 )
+from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -144,10 +145,6 @@ class _Held:
     file_id: tuple[int, int]  # (st_dev, st_ino) of the file it was opened on
 
 
-def _one_line(text: object) -> str:
-    return " ".join(str(text).split())
-
-
 class StateStore:
     """The state file of one state directory; safe to share between threads and across fork."""
 
@@ -211,7 +208,7 @@ class StateStore:
             try:
                 key, state = _decode_app_row(row)
             except Exception as err:  # stored data is input: any failure means "not fetched"
-                problems.append(f"skipped app row {row[0]!r}: {_one_line(err)}")
+                problems.append(f"skipped app row {row[0]!r}: {one_line(err)}")
             else:
                 apps[key] = state
         backoff = Backoff()
@@ -522,7 +519,7 @@ class StateStore:
             return None
         except OSError as err:
             raise StateUnavailable(
-                f"craft_apps state file {self.path} cannot be read ({_one_line(err.strerror)})"
+                f"craft_apps state file {self.path} cannot be read ({one_line(err.strerror)})"
             ) from None
         _refuse_links(self.path, result)
         return _stat_id(result)
@@ -552,7 +549,7 @@ class StateStore:
         if problem is None and file_format == 0:
             return
         raise StateUnavailable(
-            f"craft_apps state file {self.path} {problem or f'cannot be read ({_one_line(err)})'}"
+            f"craft_apps state file {self.path} {problem or f'cannot be read ({one_line(err)})'}"
         )
 
     @staticmethod
@@ -577,7 +574,7 @@ class StateStore:
         if problem is not None:
             raise StateUnavailable(f"craft_apps state file {self.path} {problem}")
         if check != ["ok"]:
-            raise StateUnavailable(f"craft_apps state file {self.path} is corrupt ({_one_line(check[0])})")
+            raise StateUnavailable(f"craft_apps state file {self.path} is corrupt ({one_line(check[0])})")
 
     def _create_schema_if_blank(self, db: sqlite3.Connection) -> None:
         # Checked again under the write lock: another process may have set it up meanwhile.
@@ -630,7 +627,7 @@ class StateStore:
             raise self._unavailable(err) from None
         except OSError as err:
             raise StateUnavailable(
-                f"craft_apps state file {self.path} cannot be created ({_one_line(err.strerror)})"
+                f"craft_apps state file {self.path} cannot be created ({one_line(err.strerror)})"
             ) from None
         finally:
             for suffix in ("", "-journal", "-wal", "-shm"):
@@ -651,7 +648,7 @@ class StateStore:
                     )
         except OSError as err:
             raise StateUnavailable(
-                f"craft_apps state directory {self.state_dir} cannot be created ({_one_line(err.strerror)})"
+                f"craft_apps state directory {self.state_dir} cannot be created ({one_line(err.strerror)})"
             ) from None
 
     def _check_fence(self, db: sqlite3.Connection, fence: Fence) -> None:
@@ -682,7 +679,7 @@ class StateStore:
             why = "cannot be written"  # read-only, disk full, an I/O error: the cause follows
         else:
             why = "cannot be used"
-        return StateUnavailable(f"craft_apps state file {self.path} {why} ({_one_line(err)})")
+        return StateUnavailable(f"craft_apps state file {self.path} {why} ({one_line(err)})")
 
 
 @contextlib.contextmanager
@@ -723,7 +720,7 @@ def _encode_app(key: str, state: AppState) -> tuple[str, str | None, int | None,
     try:
         release_json = encode_release(state.latest_release)
     except Exception as err:
-        raise ValueError(f"app {key!r}: the release cannot be encoded ({_one_line(err)})") from err
+        raise ValueError(f"app {key!r}: the release cannot be encoded ({one_line(err)})") from err
     return (release_json, state.etag, state.fetched_ms, state.failed_ms, state.failures)
 
 

@@ -28,6 +28,7 @@ from craft_apps.clock import Clock, SystemClock
 from craft_apps.instants import ms_to_datetime
 from craft_apps.notices.items import NO_NOTICES, Notices, Scheduled, Window
 from craft_apps.notices.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
+from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +116,7 @@ class NoticesFeed:
         except Exception as err:  # the endpoint never fails, whatever the database does
             if not self._failing:
                 self._failing = True
-                reason = " ".join(f"{type(err).__name__}: {err}".split())[:300]
+                reason = one_line(f"{type(err).__name__}: {err}", 300)
                 kept = (
                     len(self._scheduled.served(ms_to_datetime(self._clock.now_ms())))
                     if self._scheduled
