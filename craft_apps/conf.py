@@ -397,6 +397,17 @@ def _app_entry_problem(parts: list[str]) -> str | None:
     return None
 
 
+class Value(Generic[T]):
+    """A setting's value, resolved anew at every access (``app_settings.GITHUB_API_URL``)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def __get__(self, instance: object, owner: type | None = None) -> T:
+        value: T = resolve(self.key).value
+        return value
+
+
 class CraftAppsSettings:
     """Typed access to the settings; every attribute is read anew on each access.
 
@@ -416,26 +427,15 @@ class CraftAppsSettings:
         self._memo[name] = (inputs, resolved)
         return resolved
 
-    @property
-    def POLLING_ENABLED(self) -> bool:
-        return bool(resolve("POLLING_ENABLED").value)
+    POLLING_ENABLED = Value[bool]("POLLING_ENABLED")
 
-    @property
-    def COORDINATION_ENABLED(self) -> bool:
-        return bool(resolve("COORDINATION_ENABLED").value)
+    COORDINATION_ENABLED = Value[bool]("COORDINATION_ENABLED")
 
-    @property
-    def GITHUB_TOKEN(self) -> str | None:
-        token: str | None = resolve("GITHUB_TOKEN").value
-        return token
+    GITHUB_TOKEN = Value[str | None]("GITHUB_TOKEN")
 
-    @property
-    def POLL_INTERVAL_SECS(self) -> int:
-        return int(resolve("POLL_INTERVAL_SECS").value)
+    POLL_INTERVAL_SECS = Value[int]("POLL_INTERVAL_SECS")
 
-    @property
-    def MAX_BACKOFF_SECS(self) -> int:
-        return int(resolve("MAX_BACKOFF_SECS").value)
+    MAX_BACKOFF_SECS = Value[int]("MAX_BACKOFF_SECS")
 
     def apps_resolved(self) -> Resolved[tuple[AppSpec, ...]]:
         return self._memoized("APPS", _raw("APPS"), self._resolve_apps)
@@ -456,13 +456,9 @@ class CraftAppsSettings:
     def APPS(self) -> tuple[AppSpec, ...]:
         return self.apps_resolved().value
 
-    @property
-    def GITHUB_API_URL(self) -> str:
-        return str(resolve("GITHUB_API_URL").value)
+    GITHUB_API_URL = Value[str]("GITHUB_API_URL")
 
-    @property
-    def GITHUB_WEB_URL(self) -> str:
-        return str(resolve("GITHUB_WEB_URL").value)
+    GITHUB_WEB_URL = Value[str]("GITHUB_WEB_URL")
 
     def state_dir_resolved(self) -> Resolved[Path]:
         inputs = (_raw("STATE_DIR"), getattr(settings, "BASE_DIR", None), os.environ.get("HOME"))
@@ -472,13 +468,9 @@ class CraftAppsSettings:
     def STATE_DIR(self) -> Path:
         return self.state_dir_resolved().value
 
-    @property
-    def REDIS_ALIAS(self) -> str:
-        return str(resolve("REDIS_ALIAS").value)
+    REDIS_ALIAS = Value[str]("REDIS_ALIAS")
 
-    @property
-    def REDIS_KEY_PREFIX(self) -> str:
-        return str(resolve("REDIS_KEY_PREFIX").value)
+    REDIS_KEY_PREFIX = Value[str]("REDIS_KEY_PREFIX")
 
     def lease_timing_resolved(self) -> Resolved[LeaseTiming]:
         """The lease's TTL and retry; the defaults when they don't satisfy ``LeaseTiming``'s rule."""
@@ -492,10 +484,7 @@ class CraftAppsSettings:
             timing = LeaseTiming()
         return Resolved(timing, problems)
 
-    @property
-    def METRICS_TOKEN(self) -> str | None:
-        token: str | None = resolve("METRICS_TOKEN").value
-        return token
+    METRICS_TOKEN = Value[str | None]("METRICS_TOKEN")
 
     @property
     def LEASE_TIMING(self) -> LeaseTiming:

@@ -378,18 +378,11 @@ class StateStore:
 
     def lease_row(self, name: str) -> tuple[str, int, int] | None:
         """(holder, fence, expires_ms) of the lease, None when there is none (or no file)."""
-        db = self._connection(writable=False)
-        if db is None:
-            return None
-        try:
-            with _transaction(db, "BEGIN"):
-                if self._read_version(db) is None:
-                    return None
-                row = db.execute(
-                    "SELECT holder, fence, expires_ms FROM lease WHERE name = ?", (name,)
-                ).fetchone()
-        except sqlite3.Error as err:
-            raise self._unavailable(err) from None
+        row = self.read_with(
+            lambda db: db.execute(
+                "SELECT holder, fence, expires_ms FROM lease WHERE name = ?", (name,)
+            ).fetchone()
+        )
         return None if row is None else (str(row[0]), int(row[1]), int(row[2]))
 
     # ---- optional tables of other modules (craft_apps.host.counters) -----------------------
