@@ -30,7 +30,7 @@ from craft_apps.domain import (
     ReleaseAsset,
 )
 from craft_apps.github.links import link_under
-from craft_apps.instants import instant_or_none
+from craft_apps.instants import format_rfc3339, instant_or_none
 from craft_apps.text import ELLIPSIS, one_line
 
 MAX_TAG_CHARS = 64
@@ -85,6 +85,35 @@ def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -
         notes_markdown=_notes(release.get("body")),
         assets=_assets(release.get("assets", []), f"{releases_page}download/"),
     )
+
+
+def rejudge(release: Release, repo: str, web_url: str = "https://github.com") -> Release | None:
+    """A release read back from storage, judged again by the rules above as if GitHub had just
+    sent it: what they wouldn't serve is dropped or rebuilt exactly as ``parse_release`` does,
+    and a release they refuse whole is None. Stored releases can predate a rule (this host's
+    state file after an upgrade) or come from a pod that doesn't apply it (the fleet's Redis)."""
+    answer = {
+        "tag_name": release.tag,
+        "name": release.name,
+        "draft": False,
+        "prerelease": release.prerelease,
+        "html_url": release.html_url,
+        "published_at": None if release.published_at is None else format_rfc3339(release.published_at),
+        "body": release.notes_markdown,
+        "assets": [
+            {
+                "name": asset.name,
+                "size": asset.size_bytes,
+                "browser_download_url": asset.download_url,
+                "digest": None if asset.sha256 is None else f"sha256:{asset.sha256}",
+            }
+            for asset in release.assets
+        ],
+    }
+    try:
+        return parse_release(json.dumps(answer).encode("utf-8"), repo, web_url)
+    except ReleaseRejected:
+        return None
 
 
 def _json_object(body: bytes) -> dict[str, Any]:

@@ -25,11 +25,13 @@ from functools import partial
 from typing import Protocol
 
 from craft_apps.clock import Clock
+from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
 from craft_apps.domain import AppSpec, AppState, Backoff, Release, newer_wins
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
 from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified, RateLimited
+from craft_apps.github.parsing import rejudge
 from craft_apps.host.store import Fence, FenceRejected, StateSnapshot, StateStore, StateUnavailable
 from craft_apps.instants import format_ms
 from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS, RoundResult, backoff_after, is_due
@@ -56,6 +58,7 @@ class PollConfig:
     apps: tuple[AppSpec, ...]
     interval_ms: int
     max_backoff_ms: int
+    web_url: str = DEFAULT_GITHUB_WEB_URL  # where release pages and files must be (``GITHUB_WEB_URL``)
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Poller:
         self.shared = shared
         self.still_leader = still_leader
         self.memory: dict[str, AppState] = {app.key: AppState() for app in config.apps}
+        self._repos = {app.key: app.repo for app in config.apps}
         self.backoff = Backoff()
         self.redis_log = RedisTroubleLog()
         self.fence_lost = False
@@ -110,7 +114,7 @@ class Poller:
             return
         for key in self.memory:
             if key in snapshot.apps:
-                self.memory[key] = snapshot.apps[key]
+                self.memory[key] = self._rejudged(key, snapshot.apps[key])
         self.backoff = snapshot.backoff
 
     def held_state(self) -> StateSnapshot:
@@ -291,8 +295,24 @@ class Poller:
             return
         merged = merge_shared(self.memory[key], entry)
         if merged is not None:
-            self.memory[key] = merged
+            self.memory[key] = self._rejudged(key, merged)
             self._unpublished.add(key)
+
+    def _rejudged(self, key: str, state: AppState) -> AppState:
+        """``state`` whose release passes today's rules (``github.parsing.rejudge``); one they
+        refuse whole is served as none and asked about again without an ETag. A state that
+        changed is marked to be written back, so the endpoint serves it too."""
+        release = state.latest_release
+        if release is None:
+            return state
+        judged = rejudge(release, self._repos[key], self.config.web_url)
+        if judged == release:
+            return state
+        logger.warning("Craft app releases: %s's stored release broke a rule and was mended.", key)
+        self._unpublished.add(key)
+        if judged is None:
+            return replace(state, latest_release=None, etag=None)
+        return replace(state, latest_release=judged)
 
     def _publish(self) -> None:
         """Writes what changed to the host's state file; what couldn't be written is retried on

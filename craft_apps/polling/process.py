@@ -76,6 +76,7 @@ class PollerRunner:
             apps=app_settings.APPS,
             interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
             max_backoff_ms=app_settings.MAX_BACKOFF_SECS * 1000,
+            web_url=app_settings.GITHUB_WEB_URL,
         )
         timing = self.options.lease_timing or app_settings.LEASE_TIMING
         host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)
