@@ -1,47 +1,49 @@
 """``GET``/``HEAD /v1/craft_apps/release_info``: the latest release of every configured app.
 
-Contract: always 200. The body is built from the host's state file once per state version and
-kept encoded, so a request that finds the same version re-reads and re-serializes nothing (one
-tiny version query). ``Cache-Control: public, max-age=60`` once every app was fetched, ``no-store``
-before. When the state file can't be read, the answer is the last good one this process served,
-else the not-fetched-yet answer (``no-store``), and one log line says why.
+Contract: always 200, or 304 to a matching ``If-None-Match`` (``validators``). The body is built
+from the host's state file once per state version and kept in every coding (``representation``),
+so a request that finds the same version re-reads, re-serializes and compresses nothing (one
+tiny version query); ``Accept-Encoding`` picks the coding (``negotiation``). ``Cache-Control`` is
+``CACHEABLE`` once every app was fetched, ``no-store`` before; 200, 304 and HEAD carry the same
+``ETag``, ``Cache-Control`` and ``Vary``. When the state file can't be read, the answer is the
+last good one this process served, else the not-fetched-yet answer (``no-store``), and one log
+line says why.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from craft_apps.api.answer import RECHECK_S, build_release_info
+from craft_apps.api.negotiation import IDENTITY, choose_encoding
+from craft_apps.api.representation import EncodedAnswer, Refiner, represent
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
+from craft_apps.api.validators import not_modified
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
 from craft_apps.host.store import StateStore, StateUnavailable
 
 logger = logging.getLogger(__name__)
 
-CACHEABLE = "public, max-age=60"
+# Shared caches and CDNs keep a warm host's answer 60 s, then revalidate (a 304 costs no body).
+# Past that, for 5 minutes (a launcher's polling period) a cache may answer with what it has
+# while it revalidates in the background, so a launcher never waits on a quiet edge; and for a
+# day it may answer with what it has when the origin is down or failing: yesterday's releases
+# beat an error for a launcher, which would only miss an update it can still get later.
+CACHEABLE = "public, max-age=60, stale-while-revalidate=300, stale-if-error=86400"
 NOT_CACHEABLE = "no-store"
-
-
-@dataclass(frozen=True)
-class EncodedAnswer:
-    body: bytes
-    cache_control: str
-    etag: str
+VARY = "Accept-Encoding"
 
 
 def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
@@ -53,12 +55,7 @@ def encode_answer(release_info: ReleaseInfo) -> EncodedAnswer:
         "important_notices": {"announcements": [], "alerts": []},
     }
     data = GetCraftAppsReleaseInfoResponseSerializer(response).data
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return EncodedAnswer(
-        body=body,
-        cache_control=CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE,
-        etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
-    )
+    return represent(data, CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE)
 
 
 class AnswerCache:
@@ -70,9 +67,15 @@ class AnswerCache:
     runs on Django's ``setting_changed``).
     """
 
-    def __init__(self, recheck_s: float = RECHECK_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        recheck_s: float = RECHECK_S,
+        monotonic: Callable[[], float] = time.monotonic,
+        refiner: Refiner | None = None,
+    ) -> None:
         self.recheck_s = recheck_s
         self._monotonic = monotonic
+        self._refiner = refiner or Refiner()
         self._lock = threading.Lock()
         self._stores: dict[Path, StateStore] = {}
         self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...]] | None = None
@@ -111,7 +114,17 @@ class AnswerCache:
             if self._failure is not None:
                 logger.info("Craft apps state file is readable again: %s", store.path)
                 self._failure = None
-        return answer
+        self._refiner.submit(answer, self._refined)
+        return self._answer or answer  # the refined one when the refiner ran at once
+
+    def _refined(self, answer: EncodedAnswer, better: EncodedAnswer) -> None:
+        """Keeps ``better`` in place of ``answer`` while ``answer`` is the current one."""
+        with self._lock:
+            if self._answer is answer:
+                self._answer = better
+            served = self._served
+            if served is not None and served[0] is answer:
+                self._served = (better, served[1])
 
     def _fallback(self, apps: tuple[AppSpec, ...], reason: str) -> EncodedAnswer:
         with self._lock:
@@ -177,15 +190,20 @@ class ReleaseInfoView(APIView):
 
 def respond(request: HttpRequest) -> HttpResponse:
     answer = answers.answer()
-    not_modified = request.META.get("HTTP_IF_NONE_MATCH") == answer.etag
-    head_only = request.method == "HEAD" or not_modified
-    response = HttpResponse(
-        b"" if head_only else answer.body,
-        status=304 if not_modified else 200,
-        content_type="application/json",
-    )
-    response["Cache-Control"] = answer.cache_control
+    coding = choose_encoding(request.META.get("HTTP_ACCEPT_ENCODING"))
+    content = answer.content(coding)
+    response: HttpResponse
+    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), answer.etag):
+        # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a
+        # 304, but clients with an older HTTP parser (wrk's, for one) then wait for that body.
+        response = HttpResponseNotModified()
+    else:
+        response = HttpResponse(b"" if request.method == "HEAD" else content, content_type="application/json")
+        response["Content-Length"] = str(len(content))  # a HEAD's too: the GET's length
+        if coding != IDENTITY:
+            # Also keeps the site's GZipMiddleware, if any, from compressing it again.
+            response["Content-Encoding"] = coding
     response["ETag"] = answer.etag
-    if request.method == "HEAD":
-        response["Content-Length"] = str(len(answer.body))  # a GET's is set on the way out
+    response["Cache-Control"] = answer.cache_control
+    response["Vary"] = VARY
     return response
