@@ -22,6 +22,7 @@ from typing import Any
 from bench.endpoint import EndpointOptions
 from bench.fleet import FleetOptions
 from bench.footprint import FootprintOptions
+from bench.launcher import LauncherOptions
 from bench.report import machine, markdown_table, read_json_output, rewrite_figures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     fleet, endpoint, footprint = FleetOptions(), EndpointOptions(), FootprintOptions()
+    launcher = LauncherOptions()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     group = parser.add_argument_group("fleet")
     group.add_argument("--hosts", type=int, default=fleet.hosts)
@@ -41,6 +43,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--connections", type=int, default=endpoint.connections)
     group.add_argument("--loadgen", choices=["auto", "wrk", "python"], default=endpoint.loadgen)
     group.add_argument("--static", choices=["auto", "nginx", "python"], default=endpoint.static)
+    group = parser.add_argument_group("launcher")
+    group.add_argument("--launcher-hours", type=float, default=launcher.hours)
+    group.add_argument("--launcher-releases", type=int, default=launcher.releases)
     group = parser.add_argument_group("footprint")
     group.add_argument("--rounds", type=int, default=footprint.rounds)
     group.add_argument("--idle-ticks", type=int, default=footprint.idle_ticks)
@@ -61,6 +66,10 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
         "endpoint": [
             "--seconds", f"{args.seconds:g}", "--connections", str(args.connections),
             "--loadgen", args.loadgen, "--static", args.static,
+        ],
+        "launcher": [
+            "--launcher-hours", f"{args.launcher_hours:g}",
+            "--launcher-releases", str(args.launcher_releases), "--seed", str(args.seed),
         ],
         "footprint": [
             "--rounds", str(args.rounds), "--idle-ticks", str(args.idle_ticks),
@@ -86,6 +95,7 @@ def _run(name: str, flags: list[str], output: Path) -> tuple[dict[str, Any], str
 TITLES = {
     "fleet": "Fleet simulation",
     "endpoint": "Endpoint under load",
+    "launcher": "What a launcher pays per poll",
     "footprint": "Poller footprint",
 }
 

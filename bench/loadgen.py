@@ -41,21 +41,27 @@ def wrk_available() -> bool:
     return shutil.which("wrk") is not None
 
 
-def run_load(url: str, *, connections: int, seconds: float, tool: str) -> LoadResult:
+def run_load(
+    url: str, *, connections: int, seconds: float, tool: str, headers: dict[str, str] | None = None
+) -> LoadResult:
+    """Load on ``url``, every request with ``headers``."""
     if tool == "wrk":
-        return run_wrk(url, connections=connections, seconds=seconds)
+        return run_wrk(url, connections=connections, seconds=seconds, headers=headers)
     if tool == "python":
-        return python_load(url, connections=connections, seconds=seconds)
+        return python_load(url, connections=connections, seconds=seconds, headers=headers)
     raise ValueError(f"unknown load generator {tool!r}")
 
 
-def run_wrk(url: str, *, connections: int, seconds: float, threads: int = 2) -> LoadResult:
+def run_wrk(
+    url: str, *, connections: int, seconds: float, threads: int = 2, headers: dict[str, str] | None = None
+) -> LoadResult:
     command = [
         "wrk",
         f"-t{min(threads, connections)}",
         f"-c{connections}",
         f"-d{max(1, round(seconds))}s",
         "--latency",
+        *(option for name, value in (headers or {}).items() for option in ("-H", f"{name}: {value}")),
         url,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=False)
@@ -98,7 +104,9 @@ def parse_wrk(output: str, *, connections: int, seconds: float) -> LoadResult:
     )
 
 
-def python_load(url: str, *, connections: int, seconds: float) -> LoadResult:
+def python_load(
+    url: str, *, connections: int, seconds: float, headers: dict[str, str] | None = None
+) -> LoadResult:
     """``connections`` threads, each sending GETs back to back on a keep-alive connection."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -115,7 +123,7 @@ def python_load(url: str, *, connections: int, seconds: float) -> LoadResult:
                 connection = http.client.HTTPConnection(host, port, timeout=5)
             sent = time.perf_counter()
             try:
-                connection.request("GET", path)
+                connection.request("GET", path, headers=headers or {})
                 response = connection.getresponse()
                 response.read()
             except (OSError, http.client.HTTPException):
