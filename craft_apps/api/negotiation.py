@@ -21,6 +21,7 @@ Pure functions; the rules, in the order they apply:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 
@@ -72,7 +73,8 @@ def acceptable_weight(coding: str, weights: dict[str, float]) -> float:
     return _UNLISTED if coding == IDENTITY else 0.0
 
 
-def choose_encoding(header: str | None, available: Sequence[str] = PREFERENCE) -> str:
+@functools.lru_cache(maxsize=256)  # launchers send a handful of distinct values
+def choose_encoding(header: str | None, available: tuple[str, ...] = PREFERENCE) -> str:
     """The coding to send, one of ``available`` (ordered smallest first) or ``identity``."""
     if header is None or not header.strip():
         return IDENTITY
