@@ -190,14 +190,14 @@ class ReleaseInfoView(APIView):
 
 def respond(request: HttpRequest) -> HttpResponse:
     answer = answers.answer()
-    coding = choose_encoding(request.META.get("HTTP_ACCEPT_ENCODING"))
-    content = answer.content(coding)
     response: HttpResponse
     if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), answer.etag):
         # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a
         # 304, but clients with an older HTTP parser (wrk's, for one) then wait for that body.
         response = HttpResponseNotModified()
     else:
+        coding = choose_encoding(request.META.get("HTTP_ACCEPT_ENCODING"))
+        content = answer.content(coding)
         response = HttpResponse(b"" if request.method == "HEAD" else content, content_type="application/json")
         response["Content-Length"] = str(len(content))  # a HEAD's too: the GET's length
         if coding != IDENTITY:
