@@ -37,6 +37,31 @@ class LoadResult:
     errors: int
 
 
+def merge_results(parts: list[LoadResult]) -> LoadResult:
+    """One result from several runs on the same target: requests and errors add up, requests per
+    second over the whole time; percentiles can't be merged, so the median of the runs' p50 and
+    p99 stands for them, and the largest maximum."""
+
+    def median(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return percentile(known, 0.5) if known else None
+
+    seconds = sum(p.seconds for p in parts)
+    requests = sum(p.requests for p in parts)
+    maxima = [p.max_ms for p in parts if p.max_ms is not None]
+    return LoadResult(
+        tool=parts[0].tool,
+        connections=parts[0].connections,
+        seconds=seconds,
+        requests=requests,
+        rps=sum(p.rps * p.seconds for p in parts) / seconds if seconds else 0.0,
+        p50_ms=median([p.p50_ms for p in parts]),
+        p99_ms=median([p.p99_ms for p in parts]),
+        max_ms=max(maxima) if maxima else None,
+        errors=sum(p.errors for p in parts),
+    )
+
+
 def wrk_available() -> bool:
     return shutil.which("wrk") is not None
 

@@ -1,8 +1,8 @@
 """The demo site's URLs plus ``/bench/bare``: a plain Django view that returns the bytes of the
 file named by ``BENCH_BARE_BODY_FILE`` (the endpoint's own answer, saved by the benchmark), read
 once per process at its first request, and ``/bench/bare/br`` and ``/bench/bare/gzip``, the same
-for that file's compressed forms (``<file>.br``, ``<file>.gzip``) with their Content-Encoding.
-They are the floor our endpoint is compared with."""
+for that file's compressed forms (``<file>.br``, ``<file>.gzip``) with their Content-Encoding;
+``/bench/bare/304`` answers 304 with nothing. They are the floor our endpoint is compared with."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.urls import path
 
-from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, bare_path
+from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_NOT_MODIFIED, bare_path
 from config.urls import urlpatterns as site_urlpatterns
 
 _bodies: dict[str, bytes] = {}
@@ -39,8 +39,13 @@ def bare_coded(coding: str) -> Callable[[HttpRequest], HttpResponse]:
     return view
 
 
+def bare_not_modified(request: HttpRequest) -> HttpResponse:
+    return HttpResponseNotModified()
+
+
 urlpatterns = [
     *site_urlpatterns,
     path(bare_path(), bare),
     *(path(bare_path(coding), bare_coded(coding)) for coding in BARE_CODINGS),
+    path(bare_path(BARE_NOT_MODIFIED), bare_not_modified),
 ]
