@@ -77,6 +77,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         *endpoint["ours_coded"].values(),
         *endpoint["bare_coded"].values(),
         endpoint["not_modified"],
+        endpoint["bare_not_modified"],
     ):
         assert result["requests"] > 0 and result["errors"] == 0
     assert endpoint["coded_bytes"]["br"] < endpoint["coded_bytes"]["gzip"] < endpoint["body_bytes"] / 5
