@@ -4,10 +4,11 @@ state version and kept, so a request only picks bytes.
 - ``represent`` makes every form on the request that first sees a state version: the JSON, its
   weak ETag (``validators``), gzip at level 9 (~4 ms for the 92 KB answer) and brotli at quality
   5 (~5 ms): each request after it, in any coding, is served at once.
-- ``Refiner`` then remakes the brotli form at quality 11 off the request path (~0.3 s of CPU,
-  about 14% smaller than quality 5; brotli releases the GIL meanwhile) and the kept answer
-  takes it when it is still the current one. A launcher that fetches after a release so gets the
-  smallest answer, and a request never waits for it.
+- ``Refiner`` then remakes the brotli form at quality 11 off the request path, once the version
+  has stayed current for a second (0.15–0.3 s of CPU, 14% smaller than quality 5; brotli
+  releases the GIL meanwhile), and the kept answer takes it when it is still the current one.
+  A launcher that fetches after a release so gets the smallest answer, and a request never
+  waits for it.
 - No zstd: at its highest level the answer is 10% larger than brotli's (13.0 KB against
   11.8 KB), its speed is of no use for bytes made once per version, and it would add a compiled
   dependency; every client we expect (browsers, curl, Rust's and Python's HTTP stacks) decodes
@@ -22,6 +23,7 @@ import gzip
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -36,6 +38,7 @@ logger = logging.getLogger(__name__)
 GZIP_LEVEL = 9
 BROTLI_FAST_QUALITY = 5  # on the request path
 BROTLI_BEST_QUALITY = 11  # off it, by the Refiner
+REFINE_AFTER_S = 1.0  # how long a version must stay current to be refined
 
 
 @dataclass(frozen=True)
@@ -91,25 +94,43 @@ def start_thread(job: Callable[[], None]) -> None:
 
 
 class Refiner:
-    """Refines the newest answer submitted, one at a time, off the request path.
+    """Refines an answer that stayed current for ``after_s`` seconds, once, off the request path.
 
-    At most one job runs; answers submitted meanwhile replace each other, so under a burst of
-    state changes only the newest is refined. ``start`` runs a job (a thread by default; tests
-    and the benchmark pass one that runs it at once). A failure is logged in one line and the
-    answer keeps its quick brotli form.
+    The endpoint offers its current answer at each look at the state file. A version replaced
+    within ``after_s`` (1 s) is never refined: a host sees a new version every ~9 s (13 apps
+    revalidated every 120 s), and under faster churn the work would be thrown away. At most
+    one job runs; answers due meanwhile replace each other, so only the newest is refined.
+    ``start`` runs a job (a thread by default; tests and the benchmark pass one that runs it at
+    once, or later). A failure is logged in one line and the answer keeps its quick form.
     """
 
-    def __init__(self, start: Callable[[Callable[[], None]], None] = start_thread) -> None:
+    def __init__(
+        self,
+        start: Callable[[Callable[[], None]], None] = start_thread,
+        after_s: float = REFINE_AFTER_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._start = start
+        self.after_s = after_s
+        self._monotonic = monotonic
         self._lock = threading.Lock()
+        self._candidate: EncodedAnswer | None = None  # the newest answer offered, since when
+        self._since = 0.0
+        self._submitted: EncodedAnswer | None = None  # the last one given to a job: never twice
         self._pending: tuple[EncodedAnswer, Install] | None = None
         self._busy = False
 
-    def submit(self, answer: EncodedAnswer, install: Install) -> None:
+    def offer(self, answer: EncodedAnswer, install: Install) -> None:
+        """``answer`` is current; refine it (then ``install``) once it has been for ``after_s``."""
         if answer.refined:
             return
+        now = self._monotonic()
         with self._lock:
-            self._pending = (answer, install)
+            if answer is not self._candidate:
+                self._candidate, self._since = answer, now
+            if now - self._since < self.after_s or answer is self._submitted:
+                return
+            self._submitted, self._pending = answer, (answer, install)
             if self._busy:
                 return
             self._busy = True

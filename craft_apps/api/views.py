@@ -102,6 +102,7 @@ class AnswerCache:
         try:
             marker = store.version_marker()
             if self._key == (store.path, marker, apps) and self._answer is not None:
+                self._refiner.offer(self._answer, self._refined)
                 return self._answer
             snapshot = store.read()
         except StateUnavailable as err:
@@ -114,7 +115,7 @@ class AnswerCache:
             if self._failure is not None:
                 logger.info("Craft apps state file is readable again: %s", store.path)
                 self._failure = None
-        self._refiner.submit(answer, self._refined)
+        self._refiner.offer(answer, self._refined)
         return self._answer or answer  # the refined one when the refiner ran at once
 
     def _refined(self, answer: EncodedAnswer, better: EncodedAnswer) -> None:

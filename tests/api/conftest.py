@@ -21,7 +21,7 @@ def site(state_dir: Path, settings, monkeypatch):
     settings.CRAFT_APPS = {"APPS": TWO_APPS, "STATE_DIR": str(state_dir)}
     monkeypatch.setattr(views.answers, "recheck_s", 0.0)  # look at the state file on every request
     # The best brotli form is made before the request returns: the same bytes for every request.
-    monkeypatch.setattr(views.answers, "_refiner", Refiner(start=lambda job: job()))
+    monkeypatch.setattr(views.answers, "_refiner", Refiner(start=lambda job: job(), after_s=0.0))
     views.answers.clear()
     yield state_dir
     views.answers.clear()

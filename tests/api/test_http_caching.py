@@ -226,7 +226,9 @@ def test_every_form_is_made_once_per_state_version(site: Path, client: Client, m
     monkeypatch.setattr(representation, "_brotli", counting_brotli)
     monkeypatch.setattr(representation, "_gzip", counting_gzip)
     monkeypatch.setattr(
-        views, "answers", views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=lambda job: job()))
+        views,
+        "answers",
+        views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=lambda job: job(), after_s=0.0)),
     )
     warm(site)
     once = [("gzip", 9), ("br", BROTLI_FAST_QUALITY), ("br", BROTLI_BEST_QUALITY)]
@@ -244,7 +246,7 @@ class TestTheBrotliRefinement:
     @pytest.fixture
     def jobs(self, site: Path, monkeypatch) -> list[Callable[[], None]]:
         jobs: list[Callable[[], None]] = []
-        cache = views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=jobs.append))
+        cache = views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=jobs.append, after_s=0.0))
         monkeypatch.setattr(views, "answers", cache)
         return jobs
 
@@ -294,13 +296,40 @@ class TestTheBrotliRefinement:
             raise RuntimeError("can't start new thread")
 
         monkeypatch.setattr(
-            views, "answers", views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=no_thread))
+            views, "answers", views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=no_thread, after_s=0.0))
         )
         warm(site)
         with caplog.at_level(logging.WARNING, logger="craft_apps.api.representation"):
             response = client.get(URL, headers={"Accept-Encoding": "br"})
         assert response.status_code == 200 and brotli.decompress(response.content) == plain(client)
         assert "refinement not started" in caplog.text
+
+    def test_only_a_version_that_stayed_current_for_a_second_is_refined(
+        self, site: Path, client: Client, monkeypatch
+    ):
+        clock = [100.0]
+        jobs: list[Callable[[], None]] = []
+        refiner = Refiner(start=jobs.append, monotonic=lambda: clock[0])
+        monkeypatch.setattr(views, "answers", views.AnswerCache(recheck_s=0.0, refiner=refiner))
+        warm(site)
+        self.br(client)
+        clock[0] += 0.9
+        self.br(client)
+        assert jobs == [], "not yet: it may be replaced"
+        warm(site, fetched_ms=T0 + 1000)  # a new version at 100.9 s
+        self.br(client)
+        clock[0] += 0.2
+        self.br(client)
+        assert jobs == [], "the first version was replaced within the second, the new one is young"
+        clock[0] += 0.8
+        self.br(client)
+        [job] = jobs
+        job()
+        body = plain(client)
+        assert self.br(client) == brotli.compress(body, mode=brotli.MODE_TEXT, quality=BROTLI_BEST_QUALITY)
+        clock[0] += 5
+        self.br(client)
+        assert len(jobs) == 1, "refined once"
 
     def test_the_default_refiner_runs_in_a_thread(self, site: Path, client: Client, monkeypatch):
         monkeypatch.setattr(views, "answers", views.AnswerCache(recheck_s=0.0))
