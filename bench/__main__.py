@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -103,6 +104,8 @@ TITLES = {
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     commands = _commands(args)
+    # Other work on the machine lowers every requests/s figure (compare the side-by-side ratios).
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     results: dict[str, Any] = {}
     sections: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
@@ -112,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             command = shlex.join(["python", "-m", f"bench.{name}", *flags])
             sections.append(f"### {TITLES[name]}\n\n`{command}` ({elapsed:.0f} s)\n\n{text}")
     rows = machine()
+    rows.insert(1, ("load average before the run (1, 5, 15 min)", load))
     results["machine"] = dict(rows)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     figures_markdown = "\n\n".join(
