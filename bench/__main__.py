@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from typing import Any
 from bench.endpoint import EndpointOptions
 from bench.fleet import FleetOptions
 from bench.footprint import FootprintOptions
+from bench.launcher import LauncherOptions
 from bench.report import machine, markdown_table, read_json_output, rewrite_figures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     fleet, endpoint, footprint = FleetOptions(), EndpointOptions(), FootprintOptions()
+    launcher = LauncherOptions()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     group = parser.add_argument_group("fleet")
     group.add_argument("--hosts", type=int, default=fleet.hosts)
@@ -41,6 +44,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--connections", type=int, default=endpoint.connections)
     group.add_argument("--loadgen", choices=["auto", "wrk", "python"], default=endpoint.loadgen)
     group.add_argument("--static", choices=["auto", "nginx", "python"], default=endpoint.static)
+    group = parser.add_argument_group("launcher")
+    group.add_argument("--launcher-hours", type=float, default=launcher.hours)
+    group.add_argument("--launcher-releases", type=int, default=launcher.releases)
     group = parser.add_argument_group("footprint")
     group.add_argument("--rounds", type=int, default=footprint.rounds)
     group.add_argument("--idle-ticks", type=int, default=footprint.idle_ticks)
@@ -61,6 +67,10 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
         "endpoint": [
             "--seconds", f"{args.seconds:g}", "--connections", str(args.connections),
             "--loadgen", args.loadgen, "--static", args.static,
+        ],
+        "launcher": [
+            "--launcher-hours", f"{args.launcher_hours:g}",
+            "--launcher-releases", str(args.launcher_releases), "--seed", str(args.seed),
         ],
         "footprint": [
             "--rounds", str(args.rounds), "--idle-ticks", str(args.idle_ticks),
@@ -86,6 +96,7 @@ def _run(name: str, flags: list[str], output: Path) -> tuple[dict[str, Any], str
 TITLES = {
     "fleet": "Fleet simulation",
     "endpoint": "Endpoint under load",
+    "launcher": "What a launcher pays per poll",
     "footprint": "Poller footprint",
 }
 
@@ -93,6 +104,8 @@ TITLES = {
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     commands = _commands(args)
+    # Other work on the machine lowers every requests/s figure (compare the side-by-side ratios).
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     results: dict[str, Any] = {}
     sections: list[str] = []
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
@@ -102,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             command = shlex.join(["python", "-m", f"bench.{name}", *flags])
             sections.append(f"### {TITLES[name]}\n\n`{command}` ({elapsed:.0f} s)\n\n{text}")
     rows = machine()
+    rows.insert(1, ("load average before the run (1, 5, 15 min)", load))
     results["machine"] = dict(rows)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     figures_markdown = "\n\n".join(

@@ -1,15 +1,15 @@
-"""The endpoint under load, beside a bare Django view and nginx serving the same bytes, and the
-downloads page and a download redirect, which read the same per-process answer.
+"""The endpoint under load, beside a bare Django view and nginx serving the same bytes.
 
 The demo site runs under gunicorn (one sync worker per core, no debug) on a state file filled
 with the 13 demo releases (a dozen assets each, a few KiB of notes). One load generator (wrk, or
-the built-in Python one where wrk is missing) hits, in turn: our endpoint; a bare Django view on
-the same server returning the same bytes (``bench.site_urls``); the same JSON as a static file
-under nginx (the practical ceiling; Python's http.server stands in where nginx is missing, and
-is labelled so); the downloads page (``/craft_apps/downloads/``, one rendered variant) and a
-download redirect (a ``302``); and our endpoint again while a writer holding the poller's lease publishes a
-change to the state file every second. Every server is started here on a free port and stopped
-before returning.
+the built-in Python one where wrk is missing) hits, taking turns in a few rounds: our endpoint
+in each coding (plain, brotli, gzip), each beside a bare Django view on the same server returning
+the same bytes (``bench.site_urls``), and our endpoint revalidated (``If-None-Match``: every
+answer a 304) beside a bare view's empty 304. Then the same JSON as a static file under nginx
+(the practical ceiling; Python's http.server stands in where nginx is missing, and is labelled
+so), and our endpoint again while a writer holding the poller's lease publishes a change to the
+state file every second. Every server is started here on a free port and stopped before
+returning.
 
 Run ``python -m bench.endpoint --help``.
 """
@@ -35,10 +35,11 @@ from dataclasses import dataclass, replace
 from itertools import cycle
 from pathlib import Path
 
-from bench.loadgen import LoadResult, run_load, wrk_available
+from bench.loadgen import LoadResult, merge_results, run_load, wrk_available
 from bench.report import finish, markdown_table
-from bench.site_paths import BARE_BODY_ENV, BARE_PATH
+from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_NOT_MODIFIED, bare_path
 from craft_apps.api.answer import RECHECK_S
+from craft_apps.api.representation import best_brotli
 from craft_apps.clock import SystemClock
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppState
@@ -53,12 +54,13 @@ logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENDPOINT_PATH = "v1/craft_apps/release_info"
-PAGE_PATH = "craft_apps/downloads/"
-REDIRECT_PATH = "v1/craft_apps/download/photocraft/windows/x64"
 STATIC_NAME = "release_info.json"
 READY_TIMEOUT_S = 30.0
 P99_TARGET_MS = 10.0
 RATIO_TARGET = 0.9
+NOT_MODIFIED_TARGET = 2.0  # the 304 path against the plain 200 path
+SETTLE_S = 10.0  # how long the workers may take to refine their brotli form
+ROUNDS = 5  # the side-by-side paths take turns this many times
 
 
 @dataclass(frozen=True)
@@ -77,17 +79,21 @@ class EndpointReport:
     loadgen: str
     static_server: str
     body_bytes: int
-    page_bytes: int
     ours: LoadResult
     bare: LoadResult
-    page: LoadResult
-    redirect: LoadResult
     static: LoadResult
     under_change: LoadResult
     changes_published: int
-    cpu_ms_per_request: dict[str, float]  # the server's CPU per request, by load
     last_change_served: bool
     ratio_to_bare: float
+    coded_bytes: dict[str, int]  # the answer's size in each coding
+    ours_coded: dict[str, LoadResult]  # by coding: br, gzip
+    bare_coded: dict[str, LoadResult]
+    coded_ratio_to_bare: dict[str, float]
+    not_modified: LoadResult
+    not_modified_ratio: float  # the 304 path's requests/s over the plain 200 path's
+    bare_not_modified: LoadResult  # a bare view's empty 304: the floor of any revalidation
+    not_modified_ratio_to_bare: float
 
 
 # --- The state and the servers ---------------------------------------------------------------
@@ -112,9 +118,7 @@ def fill_state(state_dir: Path) -> None:
 
 
 @contextlib.contextmanager
-def running(
-    command: list[str], *, env: dict[str, str], log: Path, ready_url: str
-) -> Iterator[subprocess.Popen[bytes]]:
+def running(command: list[str], *, env: dict[str, str], log: Path, ready_url: str) -> Iterator[None]:
     """Runs ``command`` until the block ends; waits until ``ready_url`` answers 200."""
     with log.open("wb") as output:
         process = subprocess.Popen(
@@ -135,7 +139,7 @@ def running(
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{command[0]} not ready within {READY_TIMEOUT_S:g} s: {_tail(log)}")
             time.sleep(0.05)  # a starting server, not a timer under test
-        yield process
+        yield
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -144,20 +148,6 @@ def running(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def cpu_seconds(root_pid: int) -> float:
-    """CPU time (user + system) used so far by a process and its direct children (a server's
-    master and workers): unlike requests per second, barely moved by other load on the machine."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        if int(stat.parent.name) == root_pid or int(fields[1]) == root_pid:
-            total += int(fields[11]) + int(fields[12])  # utime, stime in clock ticks
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _tail(log: Path) -> str:
@@ -305,47 +295,59 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             path.chmod(0o755)
         site_port, static_port = free_port(), free_port()
         site = f"http://127.0.0.1:{site_port}"
-        ours_url, bare_url = f"{site}/{ENDPOINT_PATH}", f"{site}/{BARE_PATH}"
+        ours_url, bare_url = f"{site}/{ENDPOINT_PATH}", f"{site}/{bare_path()}"
         static_url = f"http://127.0.0.1:{static_port}/{STATIC_NAME}"
         env = site_env(state_dir, body_file, workdir)
 
-        cpu_ms: dict[str, float] = {}
-
-        def load(name: str, url: str, server: subprocess.Popen[bytes]) -> LoadResult:
-            _warm_up(url, options.workers * 4)
-            before = cpu_seconds(server.pid)
-            result = run_load(url, connections=options.connections, seconds=options.seconds, tool=tool)
-            used = cpu_seconds(server.pid) - before
-            cpu_ms[name] = round(used * 1000 / result.requests, 3) if result.requests else 0.0
-            return result
+        def load(url: str, headers: dict[str, str] | None = None) -> LoadResult:
+            _warm_up(url, options.workers * 4, headers)
+            return run_load(
+                url, connections=options.connections, seconds=options.seconds, tool=tool, headers=headers
+            )
 
         site_command = gunicorn_command(site_port, options.workers)
-        with running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url) as site_server:
+        with running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url):
             body = _get(ours_url)
-            body_file.write_bytes(body)  # before the bare view's first request, which reads it
-            body_file.chmod(0o644)
+            coded = {c: settled_form(ours_url, body, c, options.workers) for c in BARE_CODINGS}
+            # Before the bare views' first requests, which read them.
+            for suffix, content in (("", body), *((f".{c}", coded[c]) for c in BARE_CODINGS)):
+                (www / (STATIC_NAME + suffix)).write_bytes(content)
+                (www / (STATIC_NAME + suffix)).chmod(0o644)
             if _get(bare_url) != body:
                 raise RuntimeError("the bare view doesn't serve the endpoint's bytes")
-            ours = load("ours", ours_url, site_server)
-            bare = load("bare", bare_url, site_server)
-            page_bytes = len(_get(f"{site}/{PAGE_PATH}"))
-            page = load("page", f"{site}/{PAGE_PATH}", site_server)
-            if not _redirects(f"{site}/{REDIRECT_PATH}"):
-                raise RuntimeError(f"/{REDIRECT_PATH} doesn't redirect")
-            redirect = load("redirect", f"{site}/{REDIRECT_PATH}", site_server)
+            for coding in BARE_CODINGS:
+                if _get(f"{site}/{bare_path(coding)}", {"Accept-Encoding": coding}) != coded[coding]:
+                    raise RuntimeError(f"the bare {coding} view doesn't serve the endpoint's bytes")
+            etag = _header(ours_url, "ETag")
+            side_by_side = interleaved(
+                {
+                    "ours": (ours_url, {}),
+                    "bare": (bare_url, {}),
+                    **{f"ours {c}": (ours_url, {"Accept-Encoding": c}) for c in BARE_CODINGS},
+                    **{f"bare {c}": (f"{site}/{bare_path(c)}", {"Accept-Encoding": c}) for c in BARE_CODINGS},
+                    "304": (ours_url, {"Accept-Encoding": "br, gzip", "If-None-Match": etag}),
+                    "bare 304": (f"{site}/{bare_path(BARE_NOT_MODIFIED)}", {}),
+                },
+                options,
+                tool,
+            )
+            ours, bare, not_modified = side_by_side["ours"], side_by_side["bare"], side_by_side["304"]
+            bare_not_modified = side_by_side["bare 304"]
+            ours_coded = {c: side_by_side[f"ours {c}"] for c in BARE_CODINGS}
+            bare_coded = {c: side_by_side[f"bare {c}"] for c in BARE_CODINGS}
             with running(
                 static_command(static_kind, www, static_port, workdir, options.workers),
                 env=dict(os.environ),
                 log=workdir / "static.log",
                 ready_url=static_url,
-            ) as static_server:
+            ):
                 if _get(static_url) != body:
                     raise RuntimeError("the static server doesn't serve the same bytes")
-                static = load("static", static_url, static_server)
+                static = load(static_url)
             writer = ChangeWriter(state_dir, options.change_every_s)
             writer.start()
             try:
-                under_change = load("under_change", ours_url, site_server)
+                under_change = load(ours_url)
             finally:
                 writer.stop.set()
                 writer.join(timeout=30)
@@ -357,47 +359,92 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         loadgen=tool,
         static_server=static_kind,
         body_bytes=len(body),
-        page_bytes=page_bytes,
         ours=ours,
         bare=bare,
-        page=page,
-        redirect=redirect,
         static=static,
         under_change=under_change,
         changes_published=writer.changes,
-        cpu_ms_per_request=cpu_ms,
         last_change_served=last_served,
-        ratio_to_bare=round(ours.rps / bare.rps, 3) if bare.rps else 0.0,
+        ratio_to_bare=_ratio(ours, bare),
+        coded_bytes={coding: len(content) for coding, content in coded.items()},
+        ours_coded=ours_coded,
+        bare_coded=bare_coded,
+        coded_ratio_to_bare={c: _ratio(ours_coded[c], bare_coded[c]) for c in BARE_CODINGS},
+        not_modified=not_modified,
+        not_modified_ratio=_ratio(not_modified, ours),
+        bare_not_modified=bare_not_modified,
+        not_modified_ratio_to_bare=_ratio(not_modified, bare_not_modified),
     )
 
 
-def _get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        return bytes(answer.read())
+def interleaved(
+    targets: dict[str, tuple[str, dict[str, str]]], options: EndpointOptions, tool: str
+) -> dict[str, LoadResult]:
+    """Each target's load, in ``ROUNDS`` rounds that take the targets in turn.
+
+    Compared paths so share the machine's moments: on a machine where other work comes and goes
+    (two cores, other jobs), back-to-back runs of 10 s each would compare different moments.
+    """
+    rounds = ROUNDS if options.seconds >= ROUNDS else 1
+    results: dict[str, list[LoadResult]] = {name: [] for name in targets}
+    for url, headers in targets.values():
+        _warm_up(url, options.workers * 4, headers)
+    for _ in range(rounds):
+        for name, (url, headers) in targets.items():
+            result = run_load(
+                url,
+                connections=options.connections,
+                seconds=options.seconds / rounds,
+                tool=tool,
+                headers=headers,
+            )
+            results[name].append(result)
+    return {name: merge_results(parts) for name, parts in results.items()}
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
+def _ratio(result: LoadResult, baseline: LoadResult) -> float:
+    return round(result.rps / baseline.rps, 3) if baseline.rps else 0.0
 
 
-def _redirects(url: str) -> bool:
+def settled_form(url: str, body: bytes, coding: str, workers: int) -> bytes:
+    """The endpoint's answer in ``coding`` once every worker serves its final bytes.
+
+    Each worker remakes its brotli form at the best quality in the background after its first
+    request (``Refiner``), in well under a second on an idle machine; every form is
+    deterministic, so every worker ends up sending the same bytes, known in advance for brotli.
+    """
+    best_br = best_brotli(body)
+    deadline = time.monotonic() + SETTLE_S
+    accept = {"Accept-Encoding": coding}
+    _warm_up(url, workers * 4, accept)
+    while True:
+        seen = {_get(url, accept) for _ in range(workers * 4)}
+        if len(seen) == 1 and (coding != "br" or seen == {best_br}):
+            return seen.pop()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the workers' {coding} answers are not settled after {SETTLE_S:g} s")
+        time.sleep(0.2)  # the background refinement's time, not a timer under test
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> bytes:
+    request = urllib.request.Request(url, headers=headers or {})
     try:
-        urllib.request.build_opener(_NoRedirect).open(url, timeout=10)
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return bytes(answer.read())
     except urllib.error.HTTPError as err:
-        return err.code == 302
-    return False
+        if err.code == 304:  # urllib's way of telling a revalidation went well
+            return b""
+        raise
 
 
-def _warm_up(url: str, requests: int) -> None:
-    opener = urllib.request.build_opener(_NoRedirect)
+def _header(url: str, name: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return str(answer.headers[name])
+
+
+def _warm_up(url: str, requests: int, headers: dict[str, str] | None = None) -> None:
     for _ in range(requests):
-        try:
-            with opener.open(url, timeout=10) as answer:
-                answer.read()
-        except urllib.error.HTTPError as err:  # the redirect's 302
-            if err.code != 302:
-                raise
+        _get(url, headers)
 
 
 def _ms(value: float | None) -> str:
@@ -411,10 +458,7 @@ def markdown(report: EndpointReport) -> str:
         "yes" if report.last_change_served else "NO"
     )
 
-    cpu = report.cpu_ms_per_request
-
-    def row(name: str, key: str, note: str) -> tuple[str, ...]:
-        result: LoadResult = getattr(report, key)
+    def row(name: str, result: LoadResult, note: str) -> tuple[str, ...]:
         return (
             name,
             f"{result.rps:,.0f}",
@@ -422,24 +466,34 @@ def markdown(report: EndpointReport) -> str:
             _ms(result.p99_ms),
             _ms(result.max_ms),
             f"{result.errors:,} of {result.requests:,}",
-            f"{cpu.get(key, 0.0):.2f} ms",
             note,
         )
 
-    def beside_ours(key: str) -> str:
-        ratio = cpu.get(key, 0.0) / cpu["ours"] if cpu.get("ours") else 0.0
-        return f"{ratio:.2f} of our endpoint's CPU per request"
-
+    coded_rows = []
+    for coding, name in (("br", "brotli"), ("gzip", "gzip")):
+        size = f"{report.coded_bytes[coding]:,} bytes"
+        ratio = report.coded_ratio_to_bare[coding]
+        coded_rows += [
+            row(f"our endpoint, {name}", report.ours_coded[coding], f"{size}; {ratio:.2f} of the bare view"),
+            row(f"bare Django view, same {name} bytes", report.bare_coded[coding], ""),
+        ]
     rows = [
-        row("our endpoint", "ours", f"{report.ratio_to_bare:.2f} of the bare view (requests/s)"),
-        row("bare Django view, same bytes", "bare", beside_ours("bare")),
-        row(f"downloads page ({report.page_bytes:,} bytes)", "page", beside_ours("page")),
-        row("a download redirect (302)", "redirect", beside_ours("redirect")),
-        row(static_name, "static", "the practical ceiling" if report.static_server == "nginx" else ""),
-        row(f"our endpoint, a change every {o.change_every_s:g} s", "under_change", change_note),
+        row("our endpoint, plain", report.ours, f"{report.ratio_to_bare:.2f} of the bare view"),
+        row("bare Django view, same bytes", report.bare, ""),
+        *coded_rows,
+        row(
+            "our endpoint, If-None-Match: 304",
+            report.not_modified,
+            f"{report.not_modified_ratio:.2f} x the plain 200 path; "
+            f"{report.not_modified_ratio_to_bare:.2f} of the bare view",
+        ),
+        row("bare Django view, empty 304", report.bare_not_modified, ""),
+        row(static_name, report.static, "the practical ceiling" if report.static_server == "nginx" else ""),
+        row(f"our endpoint, plain, a change every {o.change_every_s:g} s", report.under_change, change_note),
     ]
-    header = ["", "requests/s", "p50", "p99", "max", "errors", "server CPU / request", ""]
+    header = ["", "requests/s", "p50", "p99", "max", "errors", ""]
     tool = "wrk -t2" if report.loadgen == "wrk" else "the built-in Python generator (no wrk)"
+    coded = report.coded_ratio_to_bare
     return "\n".join(
         [
             f"gunicorn with {o.workers} sync workers, no debug; {tool}, {o.connections} connections, "
@@ -447,8 +501,13 @@ def markdown(report: EndpointReport) -> str:
             "",
             markdown_table(header, rows),
             "",
-            f"Targets: our endpoint at least {RATIO_TARGET} of the bare view (measured "
-            f"{report.ratio_to_bare:.2f}); p99 under {P99_TARGET_MS:g} ms (measured "
+            f"Targets: each of our paths at least {RATIO_TARGET} of the bare view serving the same bytes "
+            f"(measured: plain {report.ratio_to_bare:.2f}, brotli {coded['br']:.2f}, "
+            f"gzip {coded['gzip']:.2f}); "
+            f"the 304 path at least {NOT_MODIFIED_TARGET:g} x the plain 200 path (measured "
+            f"{report.not_modified_ratio:.2f}; a bare view's empty 304 makes "
+            f"{_ratio(report.bare_not_modified, report.ours):.2f} x); "
+            f"p99 under {P99_TARGET_MS:g} ms (measured "
             f"{_ms(report.ours.p99_ms)}, {_ms(report.under_change.p99_ms)} under changes).",
         ]
     )

@@ -37,25 +37,56 @@ class LoadResult:
     errors: int
 
 
+def merge_results(parts: list[LoadResult]) -> LoadResult:
+    """One result from several runs on the same target: requests and errors add up, requests per
+    second over the whole time; percentiles can't be merged, so the median of the runs' p50 and
+    p99 stands for them, and the largest maximum."""
+
+    def median(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return percentile(known, 0.5) if known else None
+
+    seconds = sum(p.seconds for p in parts)
+    requests = sum(p.requests for p in parts)
+    maxima = [p.max_ms for p in parts if p.max_ms is not None]
+    return LoadResult(
+        tool=parts[0].tool,
+        connections=parts[0].connections,
+        seconds=seconds,
+        requests=requests,
+        rps=sum(p.rps * p.seconds for p in parts) / seconds if seconds else 0.0,
+        p50_ms=median([p.p50_ms for p in parts]),
+        p99_ms=median([p.p99_ms for p in parts]),
+        max_ms=max(maxima) if maxima else None,
+        errors=sum(p.errors for p in parts),
+    )
+
+
 def wrk_available() -> bool:
     return shutil.which("wrk") is not None
 
 
-def run_load(url: str, *, connections: int, seconds: float, tool: str) -> LoadResult:
+def run_load(
+    url: str, *, connections: int, seconds: float, tool: str, headers: dict[str, str] | None = None
+) -> LoadResult:
+    """Load on ``url``, every request with ``headers``."""
     if tool == "wrk":
-        return run_wrk(url, connections=connections, seconds=seconds)
+        return run_wrk(url, connections=connections, seconds=seconds, headers=headers)
     if tool == "python":
-        return python_load(url, connections=connections, seconds=seconds)
+        return python_load(url, connections=connections, seconds=seconds, headers=headers)
     raise ValueError(f"unknown load generator {tool!r}")
 
 
-def run_wrk(url: str, *, connections: int, seconds: float, threads: int = 2) -> LoadResult:
+def run_wrk(
+    url: str, *, connections: int, seconds: float, threads: int = 2, headers: dict[str, str] | None = None
+) -> LoadResult:
     command = [
         "wrk",
         f"-t{min(threads, connections)}",
         f"-c{connections}",
         f"-d{max(1, round(seconds))}s",
         "--latency",
+        *(option for name, value in (headers or {}).items() for option in ("-H", f"{name}: {value}")),
         url,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=False)
@@ -98,7 +129,9 @@ def parse_wrk(output: str, *, connections: int, seconds: float) -> LoadResult:
     )
 
 
-def python_load(url: str, *, connections: int, seconds: float) -> LoadResult:
+def python_load(
+    url: str, *, connections: int, seconds: float, headers: dict[str, str] | None = None
+) -> LoadResult:
     """``connections`` threads, each sending GETs back to back on a keep-alive connection."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -115,7 +148,7 @@ def python_load(url: str, *, connections: int, seconds: float) -> LoadResult:
                 connection = http.client.HTTPConnection(host, port, timeout=5)
             sent = time.perf_counter()
             try:
-                connection.request("GET", path)
+                connection.request("GET", path, headers=headers or {})
                 response = connection.getresponse()
                 response.read()
             except (OSError, http.client.HTTPException):

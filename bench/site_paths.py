@@ -1,5 +1,12 @@
-"""Where the benchmark's site keeps its extra view (shared by the site and the benchmark, which
+"""Where the benchmark's site keeps its extra views (shared by the site and the benchmark, which
 must not import the site's URLconf outside Django)."""
 
 BARE_BODY_ENV = "BENCH_BARE_BODY_FILE"  # the file whose bytes /bench/bare returns
 BARE_PATH = "bench/bare"
+# /bench/bare/<coding> returns the bytes of <file>.<coding> with that Content-Encoding.
+BARE_CODINGS = ("br", "gzip")
+BARE_NOT_MODIFIED = "304"  # /bench/bare/304: an empty 304, the floor of any revalidation
+
+
+def bare_path(coding: str | None = None) -> str:
+    return BARE_PATH if coding is None else f"{BARE_PATH}/{coding}"

@@ -1,26 +1,51 @@
 """The demo site's URLs plus ``/bench/bare``: a plain Django view that returns the bytes of the
 file named by ``BENCH_BARE_BODY_FILE`` (the endpoint's own answer, saved by the benchmark), read
-once per process at its first request. It is the floor our endpoint is compared with."""
+once per process at its first request, and ``/bench/bare/br`` and ``/bench/bare/gzip``, the same
+for that file's compressed forms (``<file>.br``, ``<file>.gzip``) with their Content-Encoding;
+``/bench/bare/304`` answers 304 with nothing. They are the floor our endpoint is compared with."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.urls import path
 
-from bench.site_paths import BARE_BODY_ENV, BARE_PATH
+from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_NOT_MODIFIED, bare_path
 from config.urls import urlpatterns as site_urlpatterns
 
-_body: bytes | None = None
+_bodies: dict[str, bytes] = {}
+
+
+def _body(suffix: str) -> bytes:
+    body = _bodies.get(suffix)
+    if body is None:
+        body = _bodies[suffix] = Path(os.environ[BARE_BODY_ENV] + suffix).read_bytes()
+    return body
 
 
 def bare(request: HttpRequest) -> HttpResponse:
-    global _body
-    if _body is None:
-        _body = Path(os.environ[BARE_BODY_ENV]).read_bytes()
-    return HttpResponse(_body, content_type="application/json")
+    return HttpResponse(_body(""), content_type="application/json")
 
 
-urlpatterns = [*site_urlpatterns, path(BARE_PATH, bare)]
+def bare_coded(coding: str) -> Callable[[HttpRequest], HttpResponse]:
+    def view(request: HttpRequest) -> HttpResponse:
+        response = HttpResponse(_body(f".{coding}"), content_type="application/json")
+        response["Content-Encoding"] = coding
+        return response
+
+    return view
+
+
+def bare_not_modified(request: HttpRequest) -> HttpResponse:
+    return HttpResponseNotModified()
+
+
+urlpatterns = [
+    *site_urlpatterns,
+    path(bare_path(), bare),
+    *(path(bare_path(coding), bare_coded(coding)) for coding in BARE_CODINGS),
+    path(bare_path(BARE_NOT_MODIFIED), bare_not_modified),
+]

@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = [
     "--hosts", "3", "--hours", "2", "--releases", "4", "--kill-hours", "1.2",
     "--seconds", "1", "--connections", "4",
+    "--launcher-hours", "1", "--launcher-releases", "2",
     "--rounds", "20", "--idle-ticks", "10", "--health-check-ticks", "3", "--health-check-scale", "0.001",
 ]  # fmt: skip
 
@@ -46,7 +47,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     figures = json.loads(figures_file.read_text())
@@ -68,14 +69,28 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
     endpoint = figures["endpoint"]
     assert endpoint["body_bytes"] > 50_000, "13 realistic releases"
-    assert endpoint["page_bytes"] > 50_000, "the downloads page lists them all"
-    for name in ("ours", "bare", "page", "redirect", "static", "under_change"):
+    for name in ("ours", "bare", "static", "under_change"):
         assert endpoint[name]["requests"] > 0 and endpoint[name]["errors"] == 0, name
         assert endpoint[name]["p99_ms"] >= endpoint[name]["p50_ms"] > 0, name
     assert endpoint["changes_published"] >= 1 and endpoint["last_change_served"]
-    cpu = endpoint["cpu_ms_per_request"]
-    assert set(cpu) == {"ours", "bare", "page", "redirect", "static", "under_change"}
-    assert cpu["ours"] > 0 and cpu["page"] > 0
+    for result in (
+        *endpoint["ours_coded"].values(),
+        *endpoint["bare_coded"].values(),
+        endpoint["not_modified"],
+        endpoint["bare_not_modified"],
+    ):
+        assert result["requests"] > 0 and result["errors"] == 0
+    assert endpoint["coded_bytes"]["br"] < endpoint["coded_bytes"]["gzip"] < endpoint["body_bytes"] / 5
+    assert endpoint["not_modified_ratio"] > 0 and set(endpoint["coded_ratio_to_bare"]) == {"br", "gzip"}
+
+    launcher = figures["launcher"]
+    plain = launcher["plain_json_bytes"]
+    assert launcher["first"]["polls"] == 1 and launcher["unchanged"]["polls"] >= 5
+    assert launcher["statuses"]["304"] == launcher["unchanged"]["polls"], "nothing changed: a 304"
+    assert max(launcher["unchanged"]["bytes_now"]) < 1000 < plain < min(launcher["unchanged"]["bytes_today"])
+    assert launcher["releases_published"] == 2 and launcher["releases_seen"] == 2
+    assert launcher["release"]["polls"] >= 1 and max(launcher["release"]["share_of_json"]) <= 0.15
+    assert sum(launcher["not_modified_breakdown"].values()) == launcher["unchanged"]["bytes_now"][0]
 
     footprint = figures["footprint"]
     assert footprint["github_requests"] == 13, "20 ticks are within one interval: one round"
@@ -85,9 +100,9 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
     text = docs.read_text()
     figures_part = text[text.index(FIGURES_START) : text.index(FIGURES_END)]
-    for title in ("The machine", "Fleet simulation", "Endpoint under load", "Poller footprint"):
+    titles = ("The machine", "Fleet simulation", "Endpoint under load", "What a launcher pays per poll")
+    for title in (*titles, "Poller footprint"):
         assert f"### {title}" in figures_part
-    assert "| downloads page (" in figures_part and "| a download redirect (302) |" in figures_part
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
 
 

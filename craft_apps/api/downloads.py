@@ -24,7 +24,8 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from craft_apps.api.views import CACHEABLE, NOT_CACHEABLE, answers
+from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
+from craft_apps.api.views import answers
 from craft_apps.domain import (
     AssetPlatform,
     CraftAppArch,
@@ -165,11 +166,11 @@ def respond(
         response = HttpResponse(
             b"" if request.method == "HEAD" else body, status=404, content_type="application/json"
         )
-        response["Cache-Control"] = CACHEABLE if found.cacheable else NOT_CACHEABLE
+        response["Cache-Control"] = FRESH_FOR_A_MINUTE if found.cacheable else NOT_CACHEABLE
         return response
     response = HttpResponse(status=302)
     response["Location"] = found.download_url
-    response["Cache-Control"] = CACHEABLE
+    response["Cache-Control"] = FRESH_FOR_A_MINUTE
     return response
 
 

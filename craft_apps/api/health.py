@@ -14,13 +14,12 @@ from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse
 
+from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
 from craft_apps.host.health import current_policy, health_document, health_problems, parse_rules
 from craft_apps.host.observe import HostView, observe
 from craft_apps.host.store import StateStore
-
-NOT_CACHEABLE = "no-store"
 
 clock: Clock = SystemClock()  # tests put a fake one here
 _stores: dict[Path, StateStore] = {}

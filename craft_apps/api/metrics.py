@@ -31,7 +31,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from craft_apps.api import health as health_api
-from craft_apps.api.health import NOT_CACHEABLE, host_view, without_body
+from craft_apps.api.caching import NOT_CACHEABLE
+from craft_apps.api.health import host_view, without_body
 from craft_apps.conf import Problem, app_settings
 from craft_apps.host.counters import OUTCOMES
 from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active

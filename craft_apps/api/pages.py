@@ -26,9 +26,11 @@ from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 
+from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
 from craft_apps.api.downloads import choose
 from craft_apps.api.platforms import ACCEPT_CH, ARCH_TITLES, OS_TITLES, VARY, Visitor, detect_visitor
-from craft_apps.api.views import CACHEABLE, NOT_CACHEABLE, EncodedAnswer, answers
+from craft_apps.api.representation import EncodedAnswer
+from craft_apps.api.views import answers
 from craft_apps.domain import AppReleaseInfo, CraftAppOs, CraftAppPackageType, ReleaseAsset, ReleaseInfo
 
 LAUNCHER_KEY = "artcraft-launcher"
@@ -234,7 +236,7 @@ def render_page(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> Ren
     return RenderedPage(
         body=body,
         status=status,
-        cache_control=CACHEABLE if fetched else NOT_CACHEABLE,
+        cache_control=FRESH_FOR_A_MINUTE if fetched else NOT_CACHEABLE,
         etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
     )
 

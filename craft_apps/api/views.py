@@ -1,34 +1,37 @@
 """``GET``/``HEAD /v1/craft_apps/release_info``: the latest release of every configured app.
 
-Contract: always 200. The body is built from the host's state file once per state version and
-kept encoded, so a request that finds the same version re-reads and re-serializes nothing (one
-tiny version query). ``Cache-Control: public, max-age=60`` once every app was fetched, ``no-store``
-before. When the state file can't be read, or is missing (not created yet, or deleted and not
-yet made anew by the poller), the answer is the last good one this process served, else the
-not-fetched-yet answer (``no-store``), and one log line says why.
+Contract: always 200, or 304 to a matching ``If-None-Match`` (``validators``). The body is built
+from the host's state file once per state version and kept in every coding (``representation``),
+so a request that finds the same version re-reads, re-serializes and compresses nothing (one
+tiny version query); ``Accept-Encoding`` picks the coding (``negotiation``). ``Cache-Control`` is
+``CACHEABLE`` once every app was fetched, ``no-store`` before; 200, 304 and HEAD carry the same
+``ETag``, ``Cache-Control`` and ``Vary``. When the state file can't be read, or is missing (not
+created yet, or deleted and not yet made anew by the poller), the answer is the last good one
+this process served, else the not-fetched-yet answer (``no-store``), and one log line says why.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from drf_spectacular.utils import extend_schema
 from rest_framework.views import APIView
 
 from craft_apps.api.answer import RECHECK_S, build_release_info
+from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
 from craft_apps.api.metrics import count_answer
+from craft_apps.api.negotiation import IDENTITY, choose_encoding
+from craft_apps.api.representation import EncodedAnswer, Refiner, represent
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
+from craft_apps.api.validators import not_modified
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
 from craft_apps.host.store import StateStore, StateUnavailable
@@ -37,28 +40,14 @@ from craft_apps.notices.items import NO_NOTICES, Notices
 
 logger = logging.getLogger(__name__)
 
-CACHEABLE = "public, max-age=60"
-NOT_CACHEABLE = "no-store"
-
-
-@dataclass(frozen=True)
-class EncodedAnswer:
-    body: bytes
-    cache_control: str
-    etag: str
-    release_info: ReleaseInfo  # what it encodes: the downloads read it (api.downloads, api.pages)
+VARY = "Accept-Encoding"
 
 
 def encode_answer(release_info: ReleaseInfo, notices: Notices = NO_NOTICES) -> EncodedAnswer:
     response: dict[str, Any] = {"success": True, "release_info": release_info, **notices.contract()}
     data = GetCraftAppsReleaseInfoResponseSerializer(response).data
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return EncodedAnswer(
-        body=body,
-        cache_control=CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE,
-        etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
-        release_info=release_info,
-    )
+    cache_control = CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE
+    return represent(data, cache_control, release_info)
 
 
 class AnswerCache:
@@ -70,9 +59,15 @@ class AnswerCache:
     runs on Django's ``setting_changed``).
     """
 
-    def __init__(self, recheck_s: float = RECHECK_S, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        recheck_s: float = RECHECK_S,
+        monotonic: Callable[[], float] = time.monotonic,
+        refiner: Refiner | None = None,
+    ) -> None:
         self.recheck_s = recheck_s
         self._monotonic = monotonic
+        self._refiner = refiner or Refiner()
         self._lock = threading.Lock()
         self._stores: dict[Path, StateStore] = {}
         self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...], Notices] | None = None
@@ -103,6 +98,7 @@ class AnswerCache:
                 # A file made anew can come back with the same identity and version as the
                 # one that went away (inode numbers are reused): it is readable again all the same.
                 self._readable_again(store)
+                self._refiner.offer(self._answer, self._refined)
                 return self._answer
             snapshot = store.read()
             if marker[0] is None or store.file_identity() is None:
@@ -115,13 +111,23 @@ class AnswerCache:
         with self._lock:
             self._key, self._answer = (store.path, (marker[0], snapshot.version), apps, notices), answer
         self._readable_again(store)
-        return answer
+        self._refiner.offer(answer, self._refined)
+        return self._answer or answer  # the refined one when the refiner ran at once
 
     def _readable_again(self, store: StateStore) -> None:
         with self._lock:
             if self._failure is not None:
                 logger.info("Craft apps state file is readable again: %s", store.path)
                 self._failure = None
+
+    def _refined(self, answer: EncodedAnswer, better: EncodedAnswer) -> None:
+        """Keeps ``better`` in place of ``answer`` while ``answer`` is the current one."""
+        with self._lock:
+            if self._answer is answer:
+                self._answer = better
+            served = self._served
+            if served is not None and served[0] is answer:
+                self._served = (better, served[1])
 
     def _fallback(self, apps: tuple[AppSpec, ...], reason: str, notices: Notices) -> EncodedAnswer:
         with self._lock:
@@ -188,15 +194,20 @@ class ReleaseInfoView(APIView):
 
 def respond(request: HttpRequest) -> HttpResponse:
     answer = answers.answer()
-    not_modified = request.META.get("HTTP_IF_NONE_MATCH") == answer.etag
-    head_only = request.method == "HEAD" or not_modified
-    response = HttpResponse(
-        b"" if head_only else answer.body,
-        status=304 if not_modified else 200,
-        content_type="application/json",
-    )
-    response["Cache-Control"] = answer.cache_control
+    response: HttpResponse
+    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), answer.etag):
+        # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a
+        # 304, but clients with an older HTTP parser (wrk's, for one) then wait for that body.
+        response = HttpResponseNotModified()
+    else:
+        coding = choose_encoding(request.META.get("HTTP_ACCEPT_ENCODING"))
+        content = answer.content(coding)
+        response = HttpResponse(b"" if request.method == "HEAD" else content, content_type="application/json")
+        response["Content-Length"] = str(len(content))  # a HEAD's too: the GET's length
+        if coding != IDENTITY:
+            # Also keeps the site's GZipMiddleware, if any, from compressing it again.
+            response["Content-Encoding"] = coding
     response["ETag"] = answer.etag
-    if request.method == "HEAD":
-        response["Content-Length"] = str(len(answer.body))  # a GET's is set on the way out
+    response["Cache-Control"] = answer.cache_control
+    response["Vary"] = VARY
     return response

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from craft_apps.api.caching import CACHEABLE
 from craft_apps.domain import AppSpec
 from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release
@@ -572,8 +573,8 @@ def test_a_state_file_deleted_under_gunicorn_and_the_poller_loses_nothing_either
         # Both workers serve the full answer before the file goes.
         wait_until(lambda: site.process.poll() is None and _answers(site), 30, "gunicorn to answer")
         status, cache_control, good = site.get()
-        assert (status, cache_control) == (200, "public, max-age=60")
-        warm = lambda: len(site.workers_that_answered("public, max-age=60")) == 2  # noqa: E731
+        assert (status, cache_control) == (200, CACHEABLE)
+        warm = lambda: len(site.workers_that_answered(CACHEABLE)) == 2  # noqa: E731
         wait_until(lambda: _burst(site) and warm(), 30, "both workers to serve the full answer")
 
         for path in state_files(state_dir):
@@ -583,7 +584,7 @@ def test_a_state_file_deleted_under_gunicorn_and_the_poller_loses_nothing_either
         while not (state_dir / DB).exists() or time.monotonic() - deleted_at < 0.5:
             answers.append(site.get())
             assert time.monotonic() - deleted_at < 5, "the poller makes it anew within a second or so"
-        assert {(s, c) for s, c, _ in answers} == {(200, "public, max-age=60")}
+        assert {(s, c) for s, c, _ in answers} == {(200, CACHEABLE)}
         assert all(body == good for _, _, body in answers), "every answer was the last good one"
 
         # Nothing the poller knew was lost: releases, ETags and fetch times are all back.
