@@ -69,7 +69,8 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
     endpoint = figures["endpoint"]
     assert endpoint["body_bytes"] > 50_000, "13 realistic releases"
-    for name in ("ours", "bare", "static", "under_change"):
+    assert endpoint["page_bytes"] > 50_000, "the downloads page lists them all"
+    for name in ("ours", "bare", "page", "redirect", "static", "under_change"):
         assert endpoint[name]["requests"] > 0 and endpoint[name]["errors"] == 0, name
         assert endpoint[name]["p99_ms"] >= endpoint[name]["p50_ms"] > 0, name
     assert endpoint["changes_published"] >= 1 and endpoint["last_change_served"]
@@ -82,6 +83,12 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         assert result["requests"] > 0 and result["errors"] == 0
     assert endpoint["coded_bytes"]["br"] < endpoint["coded_bytes"]["gzip"] < endpoint["body_bytes"] / 5
     assert endpoint["not_modified_ratio"] > 0 and set(endpoint["coded_ratio_to_bare"]) == {"br", "gzip"}
+    cpu = endpoint["cpu_ms_per_request"]
+    assert set(cpu) == {
+        "ours", "bare", "ours_br", "ours_gzip", "bare_br", "bare_gzip", "not_modified", "bare_not_modified",
+        "page", "redirect", "static", "under_change",
+    }  # fmt: skip
+    assert cpu["ours"] > 0 and cpu["page"] > 0 and cpu["redirect"] > 0
 
     launcher = figures["launcher"]
     plain = launcher["plain_json_bytes"]
@@ -103,6 +110,8 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     titles = ("The machine", "Fleet simulation", "Endpoint under load", "What a launcher pays per poll")
     for title in (*titles, "Poller footprint"):
         assert f"### {title}" in figures_part
+    assert "| downloads page (" in figures_part and "| a download redirect (302) |" in figures_part
+    assert "| server CPU / request |" in figures_part
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
 
 
