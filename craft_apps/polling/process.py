@@ -22,12 +22,15 @@ from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
 from craft_apps.domain import LeaseTiming
 from craft_apps.fleet.connection import poller_redis_client
+from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
+from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease, LeaseKeeper
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
 from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
+from craft_apps.polling.wakeup import WakeUps
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +153,14 @@ class PollerRunner:
                 still_leader=lambda: lease.renew_if_due() and not self.stop.is_set(),
             )
             self.poller = poller
+            wakeups = WakeUps(
+                poller,
+                self.clock,
+                host_marks=HostDueMarks(host.state_dir),
+                shared_marks=None
+                if shared is None
+                else SharedDueMarks(shared.client, key_prefix=shared.key_prefix),
+            )
             poller.load_host_state()
             if poller.warm_start():
                 logger.info("Craft app releases: took the fleet's releases from Redis at start-up.")
@@ -161,11 +172,12 @@ class PollerRunner:
                 if not lease.renew_if_due():
                     logger.error("Craft app releases: lost the lease; standing by.")
                     return
+                wakeups.look(at_tick=True)
                 poller.tick()
                 if poller.fence_lost:
                     logger.error("Craft app releases: stepping down; another poller holds the lease.")
                     return
-                if self.options.once or not self.clock.sleep(tick_delay_ms(self.clock.random()) / 1000):
+                if self.options.once or not wakeups.wait(tick_delay_ms(self.clock.random()) / 1000):
                     return
         finally:
             if keeper is not None:
