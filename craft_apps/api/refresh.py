@@ -26,10 +26,15 @@ class RefreshOutcome:
     shared: bool = False  # Redis has the marks: the whole fleet hears of them
     on_host: bool = False  # this host's state file has them
     problems: list[str] = field(default_factory=list)  # what couldn't be written, one line each
+    redis_failed: bool = False
 
     def note(self, problem: str) -> None:
         if problem not in self.problems:
             self.problems.append(problem)
+
+    def redis_trouble(self, err: RedisTrouble) -> None:
+        self.redis_failed = True
+        self.note(f"Redis: {err}")
 
     @property
     def marked(self) -> bool:
@@ -58,12 +63,12 @@ def request_refresh(
         if outcome.duplicate:
             return outcome
     keys = list(app_keys)
-    if fleet is not None:
+    if fleet is not None and not outcome.redis_failed:  # a silent Redis would cost another timeout
         try:
             fleet.mark(keys, now_ms)
             outcome.shared = True
         except RedisTrouble as err:
-            outcome.note(f"Redis: {err}")
+            outcome.redis_trouble(err)
     if host is not None:
         try:
             host.mark(keys, now_ms, shared=outcome.shared)
@@ -91,7 +96,7 @@ def _taken_before(
         try:
             return not fleet.take_delivery(delivery)
         except RedisTrouble as err:
-            outcome.note(f"Redis: {err}")
+            outcome.redis_trouble(err)
     return False
 
 

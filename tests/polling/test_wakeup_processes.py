@@ -6,9 +6,6 @@ Waiting here is for real processes, bounded by deadlines."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -24,6 +21,7 @@ from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
+from tests.polling.test_command import Poller, poller_environment, wait_until
 from tests.support import publish, release_event, webhook_headers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,37 +43,13 @@ def github() -> Iterator[FakeGitHub]:
         yield server
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> float:
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-    return time.monotonic() - started
+class Daemon(Poller):
+    """`poll_craft_releases` on one host, chatty (``-v 2``), without the start-up delay."""
 
-
-class Daemon:
     def __init__(self, state_dir: Path, github: FakeGitHub, redis_url: str | None, log: Path) -> None:
         self.state_dir = state_dir
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
-        env.update(
-            DJANGO_SETTINGS_MODULE="config.settings",
-            PYTHONUNBUFFERED="1",
-            CRAFT_APPS_STATE_DIR=str(state_dir),
-            CRAFT_APPS_RELEASE_GITHUB_API_URL=github.url,
-            CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
-        )
-        if redis_url is not None:
-            env["CRAFT_APPS_REDIS_URL"] = redis_url
-        self.log = log
-        self._out = log.open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "poll_craft_releases", "--no-startup-delay", "-v", "2"],
-            cwd=ROOT,
-            env=env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
+        extra = {} if redis_url is None else {"CRAFT_APPS_REDIS_URL": redis_url}
+        super().__init__(poller_environment(github, state_dir, **extra), log, "--no-startup-delay", "-v", "2")
 
     def shows(self, version: str, app: str = "photocraft") -> bool:
         try:
@@ -94,12 +68,7 @@ class Daemon:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self._out.close()
+        assert self.finish() == 0, self.output()
 
 
 @pytest.fixture
@@ -163,4 +132,4 @@ def test_alone_the_receiving_hosts_daemon_asks_within_2_s(daemons, github: FakeG
     assert deliver(host.state_dir, None) == 202
     assert wait_until(lambda: bool(github.requests_for("storytold/photocraft")), 2.0, "a request") <= 2.0
     wait_until(lambda: host.shows("0.6.0"), 2.0, "the state file")
-    assert "a refresh of photocraft was asked for on this host" in host.log.read_text()
+    assert "a refresh of photocraft was asked for on this host" in host.output()
