@@ -39,6 +39,10 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--releases", type=int, default=fleet.releases)
     group.add_argument("--seed", type=int, default=fleet.seed)
     group.add_argument("--kill-hours", type=float, default=fleet.kill_hours)
+    group.add_argument("--flood", type=int, default=fleet.flood)
+    group.add_argument("--flood-minutes", type=float, default=fleet.flood_minutes)
+    group.add_argument("--big-hosts", type=int, default=fleet.big_hosts)
+    group.add_argument("--big-hours", type=float, default=fleet.big_hours)
     group = parser.add_argument_group("endpoint")
     group.add_argument("--seconds", type=float, default=endpoint.seconds)
     group.add_argument("--connections", type=int, default=endpoint.connections)
@@ -63,6 +67,8 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
         "fleet": [
             "--hosts", str(args.hosts), "--hours", f"{args.hours:g}", "--releases", str(args.releases),
             "--seed", str(args.seed), "--kill-hours", f"{args.kill_hours:g}",
+            "--flood", str(args.flood), "--flood-minutes", f"{args.flood_minutes:g}",
+            "--big-hosts", str(args.big_hosts), "--big-hours", f"{args.big_hours:g}",
         ],
         "endpoint": [
             "--seconds", f"{args.seconds:g}", "--connections", str(args.connections),

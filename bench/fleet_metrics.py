@@ -23,6 +23,7 @@ from craft_apps.host.store import Fence, StateStore
 class Propagation:
     published: int  # releases published during the run (the initial ones not counted)
     everywhere: int  # of those, shown by every live host by the end
+    p50_s: float | None
     p95_s: float | None
     max_s: float | None
     cold_start_s: float | None  # until every live host served every app
@@ -97,10 +98,11 @@ class ServedLog:
         ]
         complete = [self._first_complete_ms.get(h) for h in live_hosts]
         staleness = [self._max_staleness_ms[h] for h in live_hosts if h in self._max_staleness_ms]
-        p95 = percentile(delays, 0.95)
+        p50, p95 = percentile(delays, 0.5), percentile(delays, 0.95)
         return Propagation(
             published=len(new),
             everywhere=len(delays),
+            p50_s=None if p50 is None else p50 / 1000,
             p95_s=None if p95 is None else p95 / 1000,
             max_s=max(delays) / 1000 if delays else None,
             cold_start_s=None

@@ -6,7 +6,10 @@ for ``rounds`` ticks; over that span every app is revalidated each interval, so 
 include real requests, 304s and shared writes. Resident memory (VmRSS, after a garbage
 collection) is read after 10% of the rounds and at the end: no growth is the target. Then, with
 everything fresh, ``idle_ticks`` ticks that have nothing to do measure the CPU time of an idle
-tick and its Redis round trips, from the client (target: one) and as Redis counted commands.
+tick, its Redis round trips (target: one) and bytes (target: 2 KB) from the client, and its
+commands as Redis counted them; beside them, the bytes of the whole-hash read idle ticks made
+before (``HGETALL`` of every app and the backoff). Last, as many one-second looks of the wait
+between ticks (``polling.wakeup``): with the fleet (one ``GET``) and alone (the state file).
 
 Run ``python -m bench.footprint --help``. Run it in a process of its own: resident memory is
 the whole process's.
@@ -32,13 +35,16 @@ from bench.redis_counting import RedisCounter, command_stats, counted_client
 from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import percentile
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
+from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.options import HEALTH_CHECK_INTERVAL_SECS
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
+from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.polling.schedule import tick_delay_ms
+from craft_apps.polling.wakeup import WakeUps
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 
@@ -69,6 +75,13 @@ class FootprintReport:
     idle_tick_round_trips_max: int
     idle_tick_commands: float  # per idle tick, as Redis counted them
     idle_tick_command_mix: dict[str, int]
+    idle_tick_bytes: float  # sent + received per idle tick, from the client
+    idle_tick_bytes_received: float
+    whole_hash_read_bytes: int  # the read idle ticks made before: HGETALL of every app and the backoff
+    look_bytes: float  # per one-second look of the wait between ticks, with the fleet
+    look_round_trips: float
+    look_cpu_ms_median: float  # with the fleet: one GET
+    look_alone_cpu_ms_median: float  # alone: the state file's due marks
     health_check_round_trips: float  # per idle tick, with the recommended health_check_interval
     warnings: dict[str, int]
 
@@ -173,12 +186,16 @@ def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> Footp
         heap_early, heap_end, _ = rounds(python_heap_bytes)
         tracemalloc.stop()
 
-        # Everything fresh: a round made now leaves nothing due for the next interval.
+        # Everything fresh: a round made now leaves nothing due for the next interval. The tick
+        # after it reads back the small fields of the entries the round wrote; then all is idle.
         clock.advance(options.interval_s)
+        poller.tick()
+        clock.advance(1)
         poller.tick()
         cpu_ms: list[float] = []
         round_trips: list[int] = []
         before = command_stats(admin)
+        bytes_before, received_before = counter.bytes, counter.bytes_received
         for _ in range(options.idle_ticks):
             clock.advance(1)  # idle ticks stay well inside the interval
             sent = counter.round_trips
@@ -189,6 +206,10 @@ def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> Footp
             if report.round.requests():
                 raise RuntimeError("an idle tick asked GitHub")
         commands = command_stats(admin) - before
+        tick_bytes = counter.bytes - bytes_before
+        tick_received = counter.bytes_received - received_before
+        whole_hashes = whole_hash_read_bytes(client, counter, poller)
+        looks = measure_looks(options, poller, clock, client, counter, workdir / "state")
         github.close()
         store.close()
     client.close()
@@ -208,8 +229,61 @@ def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> Footp
         idle_tick_round_trips_max=max(round_trips, default=0),
         idle_tick_commands=round(sum(commands.values()) / idle, 3),
         idle_tick_command_mix=dict(commands.most_common()),
+        idle_tick_bytes=round(tick_bytes / idle, 1),
+        idle_tick_bytes_received=round(tick_received / idle, 1),
+        whole_hash_read_bytes=whole_hashes,
+        look_bytes=looks[0],
+        look_round_trips=looks[1],
+        look_cpu_ms_median=looks[2],
+        look_alone_cpu_ms_median=looks[3],
         health_check_round_trips=0.0,
         warnings=dict(warnings.counts),
+    )
+
+
+def whole_hash_read_bytes(client: redis.Redis, counter: RedisCounter, poller: Poller) -> int:
+    """The bytes of the read every idle tick made before: every app's whole hash (release JSON
+    included) and the backoff, in one pipeline."""
+    assert poller.shared is not None
+    before = counter.bytes
+    pipe = client.pipeline(transaction=False)
+    for app in poller.config.apps:
+        pipe.hgetall(poller.shared.app_key(app.key))
+    pipe.hgetall(poller.shared.backoff_key)
+    pipe.execute()
+    return counter.bytes - before
+
+
+def measure_looks(
+    options: FootprintOptions,
+    poller: Poller,
+    clock: QuietClock,
+    client: redis.Redis,
+    counter: RedisCounter,
+    state_dir: Path,
+) -> tuple[float, float, float, float]:
+    """The one-second looks of the wait between ticks when nothing was asked for: bytes, round
+    trips and CPU per look with the fleet, and CPU per look alone (the state file's marks)."""
+    marks = HostDueMarks(state_dir)
+    marks.mark([], clock.now_ms(), shared=True)  # the tables exist, as after a first webhook
+    with_fleet = WakeUps(poller, clock, host_marks=marks, shared_marks=SharedDueMarks(client))
+    alone = WakeUps(poller, clock, host_marks=marks)
+    with_fleet.look()  # the first look reads the (empty) marks once
+    samples: dict[str, list[float]] = {"fleet": [], "alone": []}
+    bytes_before, trips_before = counter.bytes, counter.round_trips
+    for _ in range(options.idle_ticks):
+        for name, wakeups in (("fleet", with_fleet), ("alone", alone)):
+            started = time.process_time()
+            if wakeups.look():
+                raise RuntimeError("an idle look found something to do")
+            samples[name].append((time.process_time() - started) * 1000)
+    marks.close()
+    n = max(1, options.idle_ticks)
+    return (
+        round((counter.bytes - bytes_before) / n, 1),
+        round((counter.round_trips - trips_before) / n, 3),
+        round(statistics.median(samples["fleet"]), 3) if samples["fleet"] else 0.0,
+        round(statistics.median(samples["alone"]), 3) if samples["alone"] else 0.0,
     )
 
 
@@ -259,6 +333,15 @@ def markdown(report: FootprintReport) -> str:
         ("Redis round trips per idle tick (mean / max)",
          f"{report.idle_tick_round_trips:g} / {report.idle_tick_round_trips_max}", "1"),
         ("Redis commands per idle tick, as Redis counted them", f"{report.idle_tick_commands:g} ({mix})", ""),
+        ("Redis bytes per idle tick, sent + received (of which received)",
+         f"{report.idle_tick_bytes:,.0f} B ({report.idle_tick_bytes_received:,.0f} B)", "<= 2 KB"),
+        ("... the whole-hash read (`HGETALL` of every app and the backoff) idle ticks made before",
+         f"{report.whole_hash_read_bytes:,} B", ""),
+        ("a one-second look between ticks, with the fleet: Redis bytes / round trips / CPU (median)",
+         f"{report.look_bytes:,.0f} B / {report.look_round_trips:g} / {report.look_cpu_ms_median:.3f} ms",
+         ""),
+        ("a one-second look between ticks, alone (the state file's due marks): CPU (median)",
+         f"{report.look_alone_cpu_ms_median:.3f} ms", ""),
         (f"Redis round trips per idle tick with `health_check_interval: {HEALTH_CHECK_INTERVAL_SECS}` "
          f"(README), ticks in real time x{o.health_check_scale:g}",
          f"{report.health_check_round_trips:g}" if o.health_check_ticks else "not measured", "1"),

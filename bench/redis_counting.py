@@ -1,13 +1,15 @@
 """Counting what a poller asks of Redis, from both ends.
 
 ``counted_client`` gives a redis-py client whose connections count round trips (one per packed
-send: a pipeline is one, a WATCH/MULTI/EXEC exchange several) and the commands in them. The
-handshake a new connection makes is counted apart, so a tick is charged only for its own work.
+send: a pipeline is one, a WATCH/MULTI/EXEC exchange several), the commands in them, and the
+bytes sent and received on the socket. The handshake a new connection makes is counted apart, so
+a tick is charged only for its own work.
 ``command_stats`` reads Redis's own view (INFO commandstats), to check the two agree.
 """
 
 from __future__ import annotations
 
+import socket
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -23,9 +25,50 @@ class RedisCounter:
     round_trips: int = 0
     commands: int = 0
     handshake_round_trips: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
 
     def snapshot(self) -> tuple[int, int]:
         return self.round_trips, self.commands
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_sent + self.bytes_received
+
+
+class CountingSocket:
+    """A connected socket that counts the bytes the connection sends and receives outside its
+    handshake (a peek that leaves the bytes in the socket is not a receipt)."""
+
+    def __init__(self, sock: socket.socket, connection: CountingConnection) -> None:
+        self._sock = sock
+        self._connection = connection
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+    def _count(self) -> RedisCounter | None:
+        return None if self._connection._in_handshake else self._connection._counter
+
+    def sendall(self, data: Any, *args: Any) -> None:
+        counter = self._count()
+        if counter is not None:
+            counter.bytes_sent += len(data)
+        self._sock.sendall(data, *args)
+
+    def recv(self, size: int, flags: int = 0) -> bytes:
+        data = self._sock.recv(size, flags)
+        counter = self._count()
+        if counter is not None and not flags & socket.MSG_PEEK:
+            counter.bytes_received += len(data)
+        return data
+
+    def recv_into(self, buffer: Any, size: int = 0, flags: int = 0) -> int:
+        received = self._sock.recv_into(buffer, size, flags)
+        counter = self._count()
+        if counter is not None and not flags & socket.MSG_PEEK:
+            counter.bytes_received += received
+        return received
 
 
 class CountingConnection(Connection):
@@ -34,10 +77,21 @@ class CountingConnection(Connection):
         self._counter = counter
         self._in_handshake = False
 
+    def _connect(self) -> Any:
+        return CountingSocket(super()._connect(), self)
+
     def on_connect(self) -> None:
         self._in_handshake = True
         try:
             super().on_connect()
+        finally:
+            self._in_handshake = False
+
+    def on_connect_check_health(self, check_health: bool = True) -> None:
+        """The handshake of redis-py 6 and later (``on_connect`` before)."""
+        self._in_handshake = True
+        try:
+            super().on_connect_check_health(check_health=check_health)
         finally:
             self._in_handshake = False
 

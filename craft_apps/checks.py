@@ -9,7 +9,8 @@ message and the hint. Ids: ``E001`` a value of the wrong type or form (the defau
 ``W003`` a maximum backoff below the interval (raised to it); ``W004`` unknown keys in
 ``CRAFT_APPS``; ``W005`` the Redis alias without timeouts or with a large pool; ``W006`` the
 Redis alias sharing its URL (and pool); ``W131`` a short ``METRICS_TOKEN``; ``W132`` an
-unusable ``PROMETHEUS_MULTIPROC_DIR``.
+unusable ``PROMETHEUS_MULTIPROC_DIR``; ``E121`` webhook secrets that are not text (their
+value never shown).
 """
 
 from __future__ import annotations
@@ -54,6 +55,11 @@ CHECKS: dict[str, Check] = {
         "craft_apps.E001",
         "{source} is {value!r}, which is not {expected}; using {default!r}.",
         "Set {setting} to {expected}.",
+    ),
+    "invalid_secret": Check(
+        "craft_apps.E121",
+        "{source} is a {type}, not {expected} (its value is not shown); the webhook is off.",
+        "Set {setting} to the webhook's secret, several separated by commas while rotating.",
     ),
     "lease_timing": Check(
         "craft_apps.E001",

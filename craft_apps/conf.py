@@ -124,6 +124,22 @@ def non_blank_token(value: object) -> str | None:
     return token or None
 
 
+def parse_secret_list(value: object) -> tuple[str, ...] | None:
+    """Webhook secrets: one string of comma-separated secrets, or (in the dict) a list of strings;
+    each trimmed, blank ones dropped, none left meaning unset. Raises ``TypeError`` with only the
+    type's name, so a secret never reaches a message."""
+    if isinstance(value, str):
+        parts: list[object] = list(value.split(","))
+    elif isinstance(value, list | tuple):
+        parts = list(value)
+    else:
+        raise TypeError(type(value).__name__)
+    if not all(isinstance(part, str) for part in parts):
+        raise TypeError("a list holding something other than strings")
+    secrets = tuple(part.strip() for part in parts if isinstance(part, str) and part.strip())
+    return secrets or None
+
+
 def _parse_apps(value: object) -> object:
     return value  # read by parse_app_list, which reports each entry's problem itself
 
@@ -145,6 +161,7 @@ class Setting:
     expected: str
     default: Callable[[], Any]
     minimum: Callable[[], int] | None = None
+    secret: bool = False  # a malformed value is reported by its type only, never its text
 
 
 def _interval_default() -> int:
@@ -296,6 +313,17 @@ SETTINGS: tuple[Setting, ...] = (
         non_blank_token,
         "a string",
         _const(None),
+        secret=True,
+    ),
+    Setting(
+        "GITHUB_WEBHOOK_SECRET",
+        "CRAFT_APPS_RELEASE_GITHUB_WEBHOOK_SECRET",
+        "str, comma-separated to accept several (or a list of str)",
+        "none: the webhook URL answers 404",
+        parse_secret_list,
+        "a string or a list of strings",
+        _const(None),
+        secret=True,
     ),
 )
 BY_KEY: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
@@ -333,8 +361,13 @@ def resolve(key: str) -> Resolved[Any]:
             if parsed is not None:  # None: blank, which means the default
                 resolved.value = parsed
         except (TypeError, ValueError):
-            details = {"key": key, "source": source, "value": value, "default": default}
-            resolved.problems.append(Problem("invalid_value", details))
+            details: dict[str, Any] = {"key": key, "source": source}
+            if setting.secret:
+                details["type"] = type(value).__name__
+                resolved.problems.append(Problem("invalid_secret", details))
+            else:
+                details.update(value=value, default=default)
+                resolved.problems.append(Problem("invalid_value", details))
     if setting.minimum is not None:
         minimum = setting.minimum()
         if resolved.value < minimum:
@@ -471,6 +504,12 @@ class CraftAppsSettings:
     REDIS_ALIAS = Value[str]("REDIS_ALIAS")
 
     REDIS_KEY_PREFIX = Value[str]("REDIS_KEY_PREFIX")
+
+    @property
+    def GITHUB_WEBHOOK_SECRET(self) -> tuple[str, ...] | None:
+        """The secrets a webhook delivery may be signed with; None: the webhook is off."""
+        secrets: tuple[str, ...] | None = resolve("GITHUB_WEBHOOK_SECRET").value
+        return secrets
 
     def lease_timing_resolved(self) -> Resolved[LeaseTiming]:
         """The lease's TTL and retry; the defaults when they don't satisfy ``LeaseTiming``'s rule."""

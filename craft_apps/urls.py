@@ -5,6 +5,7 @@ from craft_apps.api.downloads import DownloadPackageView, DownloadView
 from craft_apps.api.health import health
 from craft_apps.api.metrics import metrics
 from craft_apps.api.views import ReleaseInfoView
+from craft_apps.api.webhook import github_webhook
 
 app_name = "craft_apps"
 
@@ -18,4 +19,5 @@ urlpatterns = [
     path("craft_apps/downloads/<str:app_key>/", pages.app_downloads_page, name="app_downloads"),
     path("v1/craft_apps/health", health, name="health"),
     path("v1/craft_apps/metrics", metrics, name="metrics"),
+    path("v1/craft_apps/github_webhook", github_webhook, name="github_webhook"),
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -90,3 +92,28 @@ def stand_in(apps: Iterable[AppSpec] = TWO_APPS, version: str = "0.5.0") -> Iter
         for app in apps:
             server.publish(app.repo, demo_release(app, version, datetime(2026, 10, 8, tzinfo=UTC)))
         yield server
+
+
+def release_event(repo: str = "storytold/photocraft", action: str = "published") -> dict[str, object]:
+    """The parts of GitHub's ``release`` event payload the webhook reads, and some it must not."""
+    return {
+        "action": action,
+        "release": {"tag_name": "v9.9.9", "html_url": "https://evil.example/"},  # never trusted
+        "repository": {"full_name": repo, "id": 1},
+    }
+
+
+def signed(body: bytes, secret: str) -> str:
+    """``X-Hub-Signature-256`` as GitHub computes it."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def webhook_headers(
+    body: bytes, secret: str, event: str = "release", delivery: str = "d-1"
+) -> dict[str, str]:
+    """Headers of a GitHub delivery of ``body``, for ``django.test.Client.post(..., headers=...)``."""
+    return {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": signed(body, secret),
+    }

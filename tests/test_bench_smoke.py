@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 TINY = [
     "--hosts", "3", "--hours", "2", "--releases", "4", "--kill-hours", "1.2",
+    "--flood", "100", "--flood-minutes", "3", "--big-hosts", "6", "--big-hours", "0.5",
     "--seconds", "1", "--connections", "4",
     "--launcher-hours", "1", "--launcher-releases", "2",
     "--rounds", "20", "--idle-ticks", "10", "--health-check-ticks", "3", "--health-check-scale", "0.001",
@@ -53,7 +54,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     figures = json.loads(figures_file.read_text())
 
     on, off, kill = figures["fleet"]["on"], figures["fleet"]["off"], figures["fleet"]["kill"]
-    assert on["duplicate_requests"] == 0, "coordinated hosts never ask about a fresh app"
+    assert on["duplicate_requests"] == 0, "coordinated hosts never ask about a fresh app but for a webhook"
     assert off["github_requests"] >= 2.5 * on["github_requests"], "alone, each of 3 hosts asks"
     assert on["rate_limited"] == off["rate_limited"] == 0
     for run in (on, off):
@@ -61,8 +62,15 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         assert run["propagation"]["max_s"] <= run["propagation_target_s"]
         assert run["state_files_agree"]
         assert run["warnings"] == {}
-    assert on["redis_round_trips_per_idle_tick"] == 1.0
-    assert on["redis_commands_per_tick"] > 0 and off["redis_commands_per_tick"] == 0
+        assert run["webhooks"] == 4 and run["looks"] > 25 * run["ticks"], "a look every second between ticks"
+    assert on["propagation"]["max_s"] <= 5, "a webhook brings every release to every host in seconds"
+    assert off["propagation"]["max_s"] > 60, "alone, the other hosts wait for their schedule"
+    assert 1.0 <= on["redis_round_trips_per_idle_tick"] < 1.2, "one, and one more after another host's write"
+    assert on["redis_bytes_per_quiet_tick"] <= 2048 and on["redis_round_trips_per_look"] < 1.01
+    assert on["redis_commands_per_host_hour"] > 0 and off["redis_commands_per_host_hour"] == 0
+    flood, big = figures["fleet"]["flood"], figures["fleet"]["big"]
+    assert 3 <= flood["requests"] <= 7 and flood["min_gap_s"] >= 10
+    assert big["hosts"] == 6 and big["duplicate_requests"] == 0 and big["state_files_agree"]
     assert kill["killed_host"] is not None
     assert kill["extra_requests"] == 1 and kill["requests_while_fresh"] == 2
     assert 60 <= kill["lapse_s"] <= 60 + 35, "asked again at the first tick after the claim lapsed"
@@ -102,7 +110,9 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     footprint = figures["footprint"]
     assert footprint["github_requests"] == 13, "20 ticks are within one interval: one round"
     assert footprint["idle_tick_round_trips"] == 1.0 and footprint["idle_tick_round_trips_max"] == 1
-    assert footprint["idle_tick_command_mix"] == {"hgetall": 14 * 10}
+    assert footprint["idle_tick_command_mix"] == {"hmget": 13 * 10, "hgetall": 10}
+    assert footprint["idle_tick_bytes"] <= 2048 < 50_000 < footprint["whole_hash_read_bytes"]
+    assert footprint["look_round_trips"] == 1 and footprint["look_bytes"] < 100
     assert footprint["rss_end_kib"] > 10_000
 
     text = docs.read_text()
@@ -116,7 +126,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
 
 def test_the_fleet_simulation_is_a_function_of_its_seed():
-    options = FleetOptions(hosts=2, hours=1, releases=2, kill_hours=0)
+    options = FleetOptions(hosts=2, hours=1, releases=2, kill_hours=0, flood=0, big_hosts=0)
     first, second = (asdict(run_fleet_benchmark(options)) for _ in range(2))
     for report in (first, second):
         for mode in ("on", "off"):

@@ -157,6 +157,14 @@ def _integer(text: str | None) -> int | None:
     return int(text)
 
 
+def decode_time(value: str | bytes | None) -> int | None:
+    """A Unix-ms field's value; None when absent or unreadable (the claim time, read alone)."""
+    if isinstance(value, bytes):
+        value = value.decode("ascii", errors="replace")
+    ms = _integer(value)
+    return ms if is_stored_time(ms) else None
+
+
 def _time_field(fields: dict[str, str], name: str, problems: list[str]) -> int | None:
     """A Unix-ms field: None when absent; when unreadable, zero or negative also noted."""
     text = fields.get(name)

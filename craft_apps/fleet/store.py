@@ -66,6 +66,26 @@ _SCRIPTING_OFF = re.compile(
 )
 _ERROR_CODE = re.compile(r"[A-Z]+")
 
+# An idle tick reads only these of each app: every write but a claim moves one of them.
+_CHANGE_FIELDS = (shared_entry.FIELD_VERSION, shared_entry.FIELD_FETCHED_MS, shared_entry.FIELD_FAILED_MS)
+# Read when they moved; the release only when its ETag isn't the one of the release held.
+_SMALL_FIELDS = (
+    shared_entry.FIELD_VERSION,
+    shared_entry.FIELD_FETCHED_MS,
+    shared_entry.FIELD_ETAG,
+    shared_entry.FIELD_FAILED_MS,
+    shared_entry.FIELD_FAILURES,
+    shared_entry.FIELD_CLAIMED_MS,
+)
+_FETCH_FIELDS = (
+    shared_entry.FIELD_VERSION,
+    shared_entry.FIELD_FETCHED_MS,
+    shared_entry.FIELD_ETAG,
+    shared_entry.FIELD_RELEASE,
+)
+_NOT_A_HASH: tuple[object, ...] = ("WRONGTYPE",)
+_Value = str | bytes  # a field's value as the client answers it
+
 
 class RedisOperation(StrEnum):
     """What failed: trouble with one operation ends only when that operation works again."""
@@ -204,6 +224,20 @@ class SharedStore:
         self._reported: dict[str, tuple[str, ...]] = {}
         self._decoded: dict[str, tuple[str, Release | None]] = {}  # hash key -> last release JSON
         self._fetch_read: dict[str, bool] = {}  # hash key -> whether its last read held a readable fetch
+        # What the last read of each hash found: its change fields, its decoded entry, the release
+        # JSON with the ETag it came with, and the newest claim seen.
+        self._markers: dict[str, tuple[object, ...]] = {}
+        self._entries: dict[str, SharedAppEntry | None] = {}
+        self._release_text: dict[str, tuple[_Value | None, _Value]] = {}
+        self._claims: dict[str, int] = {}
+
+    @property
+    def client(self) -> redis.Redis:
+        return self._client
+
+    @property
+    def key_prefix(self) -> str:
+        return self._prefix
 
     @property
     def scripts_refused(self) -> bool:
@@ -220,34 +254,125 @@ class SharedStore:
 
     def read(self, app_keys: Sequence[str]) -> tuple[list[SharedAppEntry | None], Backoff]:
         """The entries of ``app_keys`` (in order; None when absent or unreadable) and the
-        fleet's backoff, in one round trip."""
+        fleet's backoff.
+
+        One round trip when nothing changed: per app only the fields that move with every write
+        but a claim (``v``, ``fetched_ms``, ``failed_ms``), and the backoff. An app whose fields
+        moved since this store last read it costs one more round trip for its small fields and,
+        when its ETag is not the one of the release already held, one for its release: a tick
+        never carries the releases it already has."""
         keys = [self.app_key(app) for app in app_keys]
+        commands: list[tuple[str, ...]] = [("HMGET", key, *_CHANGE_FIELDS) for key in keys]
+        replies = self._pipelined("reading the shared releases", [*commands, ("HGETALL", self.backoff_key)])
+        changed: dict[str, tuple[object, ...]] = {}
+        for key, reply in zip(keys, replies[:-1], strict=True):
+            marker = self._change_marker(key, reply)
+            if key not in self._entries or self._markers.get(key) != marker:
+                changed[key] = marker
+        if changed:
+            self._read_changed(changed)
+        backoff_fields, wrong_type = self._hash_reply(self.backoff_key, replies[-1])
+        self._report(self.backoff_key, wrong_type)
+        return [self._entries[key] for key in keys], shared_entry.decode_backoff(backoff_fields)
+
+    def last_claim_ms(self, app_key: str) -> int | None:
+        """The newest claim of the app this store knows of: its own, or one read with the app's
+        small fields (read again whenever a fetch or a failure moves them)."""
+        return self._claims.get(self.app_key(app_key))
+
+    def _read_changed(self, changed: Mapping[str, tuple[object, ...]]) -> None:
+        """Reads the small fields of the apps whose change fields moved, then the release of
+        those whose ETag isn't the one of the release this store holds, and decodes them."""
+        hashes = [key for key, marker in changed.items() if marker != _NOT_A_HASH]
+        small = self._pipelined(
+            "reading the changed shared releases", [("HMGET", key, *_SMALL_FIELDS) for key in hashes]
+        )
+        fields_of: dict[str, dict[str | bytes, _Value]] = {}
+        for key, reply in zip(hashes, small, strict=True):
+            if self._change_marker(key, reply) == _NOT_A_HASH:
+                continue  # replaced by another type in between: read as one
+            assert isinstance(reply, list)
+            fields_of[key] = {
+                name: value for name, value in zip(_SMALL_FIELDS, reply, strict=True) if value is not None
+            }
+        need_release = [key for key, fields in fields_of.items() if not self._reuse_release(key, fields)]
+        with_release = self._pipelined(
+            "reading the changed shared releases", [("HMGET", key, *_FETCH_FIELDS) for key in need_release]
+        )
+        for key, reply in zip(need_release, with_release, strict=True):
+            if self._change_marker(key, reply) == _NOT_A_HASH:
+                fields_of.pop(key)
+                continue
+            assert isinstance(reply, list)
+            fetch = dict(zip(_FETCH_FIELDS, reply, strict=True))
+            for name, value in fetch.items():  # the fetch as one snapshot: time, ETag and release
+                if value is None:
+                    fields_of[key].pop(name, None)
+                else:
+                    fields_of[key][name] = value
+        for key, marker in changed.items():
+            fields = fields_of.get(key)
+            if fields is None:
+                entry, problems = None, ["it is not a hash"]
+            else:
+                entry, problems = shared_entry.read_app_entry(fields, self._release_decoder(key))
+                self._note_small_fields(key, fields, entry)
+            self._report(key, tuple(problems))
+            self._fetch_read[key] = entry is not None and entry.fetched is not None
+            self._entries[key] = entry
+            self._markers[key] = marker
+
+    def _reuse_release(self, key: str, fields: dict[str | bytes, _Value]) -> bool:
+        """Puts the release this store holds into ``fields`` when the hash's ETag is the one it
+        came with (a 304 moved only the time); False when the release must be read."""
+        if shared_entry.FIELD_FETCHED_MS not in fields:
+            return True  # no fetch: nothing to read
+        etag = fields.get(shared_entry.FIELD_ETAG)
+        kept = self._release_text.get(key)
+        if not etag or kept is None or kept[0] != etag:
+            return False
+        fields[shared_entry.FIELD_RELEASE] = kept[1]
+        return True
+
+    def _note_small_fields(
+        self, key: str, fields: Mapping[str | bytes, _Value], entry: SharedAppEntry | None
+    ) -> None:
+        release = fields.get(shared_entry.FIELD_RELEASE)
+        if entry is not None and entry.fetched is not None and release is not None:
+            self._release_text[key] = (fields.get(shared_entry.FIELD_ETAG), release)
+        claimed_ms = shared_entry.decode_time(fields.get(shared_entry.FIELD_CLAIMED_MS))
+        if claimed_ms is not None and claimed_ms > self._claims.get(key, 0):
+            self._claims[key] = claimed_ms
+
+    def _change_marker(self, key: str, reply: object) -> tuple[object, ...]:
+        """What an ``HMGET`` answered, to compare with the last read; a key of another type
+        reads as ``_NOT_A_HASH``; any other error is trouble."""
+        if isinstance(reply, ResponseError) and str(reply).startswith("WRONGTYPE"):
+            return _NOT_A_HASH
+        if isinstance(reply, Exception):
+            raise RedisTrouble.of(f"reading {key}", reply, RedisOperation.READ)
+        if not isinstance(reply, list):
+            raise RedisTrouble(
+                f"reading {key}: a {type(reply).__name__} instead of fields", RedisOperation.READ
+            )
+        return tuple(reply)
+
+    def _pipelined(self, what: str, commands: Sequence[tuple[str, ...]]) -> list[object]:
+        """The replies to ``commands``, sent in one round trip (none for no command)."""
+        if not commands:
+            return []
         try:
             pipe = self._client.pipeline(transaction=False)
-            for key in keys:
-                pipe.hgetall(key)
-            pipe.hgetall(self.backoff_key)
+            for command in commands:
+                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
             replies = pipe.execute(raise_on_error=False)
         except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble.of("reading the shared releases", err, RedisOperation.READ) from err
-        if len(replies) != len(keys) + 1:
+            raise RedisTrouble.of(what, err, RedisOperation.READ) from err
+        if len(replies) != len(commands):
             raise RedisTrouble(
-                f"reading the shared releases: {len(replies)} replies to {len(keys) + 1} commands",
-                RedisOperation.READ,
+                f"{what}: {len(replies)} replies to {len(commands)} commands", RedisOperation.READ
             )
-        hashes = [
-            self._hash_reply(key, reply)
-            for key, reply in zip([*keys, self.backoff_key], replies, strict=True)
-        ]
-        entries: list[SharedAppEntry | None] = []
-        for key, (fields, wrong_type) in zip(keys, hashes[:-1], strict=True):
-            entry, problems = shared_entry.read_app_entry(fields, self._release_decoder(key))
-            self._report(key, wrong_type or tuple(problems))
-            self._fetch_read[key] = entry is not None and entry.fetched is not None
-            entries.append(entry)
-        backoff_fields, wrong_type = hashes[-1]
-        self._report(self.backoff_key, wrong_type)
-        return entries, shared_entry.decode_backoff(backoff_fields)
+        return list(replies)
 
     def _release_decoder(self, key: str) -> Callable[[str], Release | None]:
         """Decodes a hash's release JSON, reusing the last decoding while the JSON is the same:
@@ -291,18 +416,23 @@ class SharedStore:
 
     # -- guarded writes -------------------------------------------------------------------
 
-    def claim(self, app_key: str, now_ms: int) -> bool:
+    def claim(self, app_key: str, now_ms: int, window_ms: int = CLAIM_WINDOW_MS) -> bool:
         """Claims the next request for the app; False when another host claimed it less than
-        ``CLAIM_WINDOW_MS`` ago. Never released: it just lapses, so a crashed host blocks nobody."""
-        return self.apply(
+        ``window_ms`` ago. Never released: it just lapses, so a crashed host blocks nobody. A
+        refresh asked for ahead of schedule claims with a shorter window (``polling.schedule``)."""
+        key = self.app_key(app_key)
+        claimed = self.apply(
             GuardedWrite(
-                key=self.app_key(app_key),
+                key=key,
                 time_field=shared_entry.FIELD_CLAIMED_MS,
                 time_ms=now_ms,
                 fields=shared_entry.encode_claim(now_ms, self._hostname),
-                min_gap_ms=CLAIM_WINDOW_MS,
+                min_gap_ms=window_ms,
             )
         )
+        if claimed and now_ms > self._claims.get(key, 0):
+            self._claims[key] = now_ms
+        return claimed
 
     def write_fetched(self, app_key: str, release: Release | None, etag: str | None, fetched_ms: int) -> bool:
         """Shares a 200 unless a newer fetch is shared already. Returns whether written."""

@@ -16,6 +16,7 @@ another file), so nobody ever sees it half made; no token is stored.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import secrets
@@ -611,11 +612,7 @@ class StateStore:
                 db.close()  # the last connection: its -wal and -shm are folded in and removed
             if mode is None or str(mode[0]).lower() != "wal":
                 raise StateUnavailable(f"craft_apps state file {self.path} could not be switched to WAL mode")
-            try:
-                os.link(aside, self.path)
-            except FileExistsError:
-                return False
-            return True
+            return self._link_into_place(aside)
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
         except OSError as err:
@@ -626,6 +623,28 @@ class StateStore:
             for suffix in ("", "-journal", "-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.unlink(f"{aside}{suffix}")
+
+    def _link_into_place(self, aside: Path) -> bool:
+        """Links ``aside`` in as the state file unless one is there. A ``-wal`` or ``-shm`` left
+        by a deleted file is removed first: SQLite would otherwise replay that old journal into
+        the new file and bring back what was deleted. Creators take turns under a lock on the
+        directory, so none removes the journal of a file another one just linked."""
+        lock_path = self.state_dir / f"{DB_FILENAME}-create.lock"
+        lock_fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            if self._file_id() is not None:
+                return False
+            for companion in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{companion}")
+            try:
+                os.link(aside, self.path)
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            os.close(lock_fd)  # releases the lock
 
     def _prepare_directory(self) -> None:
         try:

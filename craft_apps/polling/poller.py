@@ -5,7 +5,9 @@ the fleet or this host is backing off, then ask GitHub about each due app, one a
 second between requests, and stop at the first rate limit. With the fleet, right before asking
 about an app it reads the app's entry again and claims it, so hosts ticking together don't all
 ask. Every outcome is kept in memory, published to the host's state file (which the endpoint
-serves) and shared with the fleet.
+serves) and shared with the fleet. A refresh asked for ahead of schedule (``requests``, fed by
+``wakeup``) makes an app due too, by ``schedule.requested_due``, and is claimed with a shorter
+window.
 
 Invariants: per app all or nothing (a release, its ETag and its fetch time change together; a
 304 moves only the fetch time; a failure only the failure fields); nothing goes back in time;
@@ -28,13 +30,20 @@ from craft_apps.clock import Clock
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
 from craft_apps.domain import AppSpec, AppState, Backoff, Release, newer_wins
 from craft_apps.fleet.entry import SharedAppEntry
-from craft_apps.fleet.store import RedisOperation, RedisTrouble, SharedStore
+from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
 from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified, RateLimited
 from craft_apps.github.parsing import rejudge
 from craft_apps.host.store import Fence, FenceRejected, StateSnapshot, StateStore, StateUnavailable
 from craft_apps.instants import format_ms
-from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS, RoundResult, backoff_after, is_due
+from craft_apps.polling.requests import RefreshRequests
+from craft_apps.polling.schedule import (
+    BETWEEN_REQUESTS_MS,
+    REFRESH_GAP_MS,
+    RoundResult,
+    backoff_after,
+    is_due,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -98,6 +107,7 @@ class Poller:
         self.backoff = Backoff()
         self.redis_log = RedisTroubleLog()
         self.fence_lost = False
+        self.requests = RefreshRequests()  # refreshes asked for ahead of schedule (polling.wakeup)
         self._unpublished: set[str] = set()
         self._backoff_unpublished = False
         self._write_trouble = False  # logged once until a write succeeds again
@@ -171,6 +181,7 @@ class Poller:
                     break
             if result.requests() > 0 and not self.clock.sleep(BETWEEN_REQUESTS_MS / 1000):
                 break  # asked to stop
+            self.requests.started(app.key, self.clock.now_ms())
             outcome = self.github.fetch_latest_release(app.repo, self.memory[app.key].etag)
             mode = self._take_outcome(app, outcome, mode, report)
             if isinstance(outcome, RateLimited):
@@ -187,10 +198,14 @@ class Poller:
         self.backoff = backoff
         if backoff.is_active(now_ms):
             return "stop"
-        if not self._is_due(key, now_ms):
+        requested = self._requested_due(key, now_ms)
+        if not requested and not self._is_due(key, now_ms):
             return "skip"
-        claimed = self.shared.claim(key, now_ms)
+        window = REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
+        claimed = self.shared.claim(key, now_ms, window)
         self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
+        if not claimed and requested:
+            self.requests.claimed_elsewhere(key, now_ms)
         return "ask" if claimed else "skip"
 
     def _take_outcome(
@@ -268,7 +283,11 @@ class Poller:
     # -- memory, the fleet and the host's state file -----------------------------------------
 
     def _is_due(self, key: str, now_ms: int) -> bool:
-        return is_due(self.memory[key], now_ms, self.config.interval_ms)
+        return is_due(self.memory[key], now_ms, self.config.interval_ms) or self._requested_due(key, now_ms)
+
+    def _requested_due(self, key: str, now_ms: int) -> bool:
+        last_claim = self.shared.last_claim_ms(key) if self.shared is not None else None
+        return self.requests.due(key, last_claim, self.backoff, now_ms)
 
     def _refresh_from_shared(self) -> bool:
         """Takes the fleet's newer entries and backoff; False when there is no fleet or Redis

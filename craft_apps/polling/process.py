@@ -24,13 +24,16 @@ from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
 from craft_apps.domain import LeaseTiming
 from craft_apps.fleet.connection import poller_redis_client
+from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
+from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease, LeaseKeeper
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
 from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
 from craft_apps.polling.tally import EXIT_STALE, Tally, stale_after_trouble
+from craft_apps.polling.wakeup import WakeUps
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +183,14 @@ class PollerRunner:
                 still_leader=lambda: lease.renew_if_due() and not self.stop.is_set(),
             )
             self.poller = poller
+            wakeups = WakeUps(
+                poller,
+                self.clock,
+                host_marks=HostDueMarks(host.state_dir),
+                shared_marks=None
+                if shared is None
+                else SharedDueMarks(shared.client, key_prefix=shared.key_prefix),
+            )
             poller.load_host_state()
             lease.keep_file_with(poller.held_state)  # a deleted file is made anew from it
             if poller.warm_start():
@@ -192,6 +203,7 @@ class PollerRunner:
                 if not lease.renew_if_due():
                     logger.error("Craft app releases: lost the lease; standing by.")
                     return
+                wakeups.look(at_tick=True)
                 self.last_report = poller.tick()
                 assert self.tally is not None
                 self.tally.after_tick(self.last_report, poller, github)
@@ -201,7 +213,7 @@ class PollerRunner:
                 if not lease.is_held():  # lost during the round: don't wait a tick to say so
                     logger.error("Craft app releases: lost the lease; standing by.")
                     return
-                if self.options.once or not self.clock.sleep(tick_delay_ms(self.clock.random()) / 1000):
+                if self.options.once or not wakeups.wait(tick_delay_ms(self.clock.random()) / 1000):
                     return
         finally:
             lease.keep_file_with(None)

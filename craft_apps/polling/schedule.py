@@ -22,6 +22,13 @@ FIRST_FAILURE_RETRY_MS = 60_000  # doubles after each failure, up to the interva
 RESET_MARGIN_MS = 60_000  # waited beyond GitHub's announced rate-limit reset
 WAIT_JITTER = 0.1
 _MAX_DOUBLINGS = 16
+# A refresh asked for ahead of schedule (a webhook, craft_apps_refresh): however many arrive,
+# the fleet asks GitHub about one app at most once per MIN_REQUEST_GAP_MS. Refreshes start
+# requests (and claim, with this window) REFRESH_GAP_MS apart: a claim's request may leave up
+# to the pause between requests after it.
+MIN_REQUEST_GAP_MS = 10_000
+REFRESH_GAP_MS = MIN_REQUEST_GAP_MS + BETWEEN_REQUESTS_MS
+WAKE_CHECK_MS = 1_000  # between ticks, a poller looks this often whether a refresh was asked for
 
 
 @dataclass
@@ -63,6 +70,26 @@ def due_at_ms(state: AppState, interval_ms: int) -> int | None:
         if retry_ms > 0:
             waits.append(state.failed_ms + retry_ms)
     return max(waits) if waits else None
+
+
+def requested_due(requested_ms: int | None, last_asked_ms: int | None, backoff: Backoff, now_ms: int) -> bool:
+    """Whether a refresh asked for at ``requested_ms`` makes an app due now, ahead of schedule.
+
+    ``last_asked_ms`` is when a request to GitHub about the app last started, by this host or
+    (its claim) any other. A refresh is answered by a request that started at or after it was
+    asked for, and is then no reason to ask again. Otherwise the app is due once the last
+    request started ``REFRESH_GAP_MS`` ago, and never while backing off: a flood of refreshes
+    asks GitHub about one app at most once per ``MIN_REQUEST_GAP_MS``, and never past a rate
+    limit. The failure retry waits don't apply: a refresh says there is something new to ask
+    about.
+    """
+    if requested_ms is None or backoff.is_active(now_ms):
+        return False
+    if last_asked_ms is None:
+        return True
+    if last_asked_ms >= requested_ms:
+        return False
+    return age_ms(last_asked_ms, now_ms) >= REFRESH_GAP_MS
 
 
 def backoff_after(

@@ -451,21 +451,38 @@ def counting_client(redis_server: RedisServer, redis_client: redis.Redis) -> Ite
     client.close()
 
 
-def test_read_is_one_round_trip_for_every_app_and_the_backoff(
+def test_an_idle_read_is_one_small_round_trip_and_a_release_is_read_only_when_it_changed(
     counting_client: redis.Redis, redis_client: redis.Redis
 ) -> None:
     apps = [f"app-{n}" for n in range(13)]
     pod = store(counting_client)
-    assert pod.write_fetched("app-3", release(), '"e1"', t(1))
-    hgetall_before = command_calls(redis_client, "hgetall")
+    other = store(redis_client, "pod-b")
+    assert other.write_fetched("app-3", release(), '"e1"', t(1))
     CountingConnection.sends = 0
-
     entries, backoff = pod.read(apps)
-
-    assert CountingConnection.sends == 1
-    assert command_calls(redis_client, "hgetall") - hgetall_before == 14
+    assert CountingConnection.sends == 3, "what changed, then app-3's small fields, then its release"
     assert [n for n, entry in enumerate(entries) if entry is not None] == [3]
     assert backoff == Backoff()
+
+    before = {command: command_calls(redis_client, command) for command in ("hmget", "hgetall")}
+    CountingConnection.sends = 0
+    assert pod.read(apps) == (entries, backoff)
+    assert CountingConnection.sends == 1, "nothing changed: one round trip"
+    calls = {command: command_calls(redis_client, command) - n for command, n in before.items()}
+    assert calls == {"hmget": 13, "hgetall": 1}, "three small fields per app, and the backoff"
+
+    other.read(["app-3"])
+    assert other.write_unchanged("app-3", release(), '"e1"', t(2))
+    CountingConnection.sends = 0
+    entries, _ = pod.read(apps)
+    assert CountingConnection.sends == 2, "a 304 moved the time: the small fields, not the release"
+    assert entries[3] == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(2)))
+
+    assert other.write_fetched("app-3", release("0.6.0"), '"e2"', t(3))
+    CountingConnection.sends = 0
+    entries, _ = pod.read(apps)
+    assert CountingConnection.sends == 3
+    assert entries[3] == SharedAppEntry(fetched=SharedFetch(release("0.6.0"), '"e2"', t(3)))
 
 
 def test_an_unchanged_release_is_decoded_once_across_reads(

@@ -538,3 +538,19 @@ def test_a_deleted_file_is_noticed_by_readers_and_the_writer(store: StateStore, 
     with pytest.raises(StateFileMissing, match="is missing"):  # a writer never makes an empty one
         store.put_app("photocraft", fetched(START_MS + 1), fence=fence)
     assert not store.path.exists()
+
+
+def test_a_file_made_anew_never_replays_the_journal_its_deleted_predecessor_left(tmp_path: Path) -> None:
+    """Deleting only the database while a reader keeps its ``-wal`` alive must not let SQLite
+    replay that old journal into the new file (it would bring back what was deleted)."""
+    from tests.support import publish
+
+    old = publish(tmp_path, {"photocraft": fetched()})
+    reader = StateStore(tmp_path)
+    assert reader.read().apps  # an open reader keeps the -wal from being folded in and removed
+    assert Path(f"{old.path}-wal").exists()
+    old.path.unlink()
+    fresh = publish(tmp_path, {})
+    assert StateStore(tmp_path).read().apps == {}
+    assert fresh.read().apps == {}
+    reader.close()

@@ -51,8 +51,8 @@ def github() -> Iterator[FakeGitHub]:
         yield server
 
 
-@pytest.fixture
-def poller_env(github: FakeGitHub, state_dir: Path) -> dict[str, str]:
+def poller_environment(github: FakeGitHub, state_dir: Path, **extra: str) -> dict[str, str]:
+    """A poller's environment: the demo site's settings, this state directory, the stand-in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings",
@@ -60,10 +60,16 @@ def poller_env(github: FakeGitHub, state_dir: Path) -> dict[str, str]:
         CRAFT_APPS_STATE_DIR=str(state_dir),
         CRAFT_APPS_RELEASE_GITHUB_API_URL=github.url,
         CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
-        CRAFT_APPS_LEASE_TTL_SECS=str(TTL_S),
-        CRAFT_APPS_LEASE_RETRY_SECS=str(RETRY_S),
+        **extra,
     )
     return env
+
+
+@pytest.fixture
+def poller_env(github: FakeGitHub, state_dir: Path) -> dict[str, str]:
+    return poller_environment(
+        github, state_dir, CRAFT_APPS_LEASE_TTL_SECS=str(TTL_S), CRAFT_APPS_LEASE_RETRY_SECS=str(RETRY_S)
+    )
 
 
 class Poller:

@@ -6,10 +6,15 @@ import pytest
 
 from craft_apps.domain import AppState, Backoff
 from craft_apps.polling.schedule import (
+    BETWEEN_REQUESTS_MS,
+    MIN_REQUEST_GAP_MS,
+    REFRESH_GAP_MS,
+    WAKE_CHECK_MS,
     RoundResult,
     backoff_after,
     is_due,
     jittered,
+    requested_due,
     startup_delay_ms,
     tick_delay_ms,
 )
@@ -154,3 +159,32 @@ class TestJitter:
         assert startup_delay_ms(0.0) == 0
         assert startup_delay_ms(0.5) == 15 * S
         assert startup_delay_ms(0.9999999) == 30 * S
+
+
+class TestRequestedRefresh:
+    """``requested_due``: a refresh asked for ahead of schedule, within the quota's limits."""
+
+    def test_a_refresh_no_request_answered_yet_is_due_at_once(self):
+        assert requested_due(NOW, None, NO_BACKOFF, NOW)
+        assert requested_due(NOW - 5 * S, NOW - 60 * S, NO_BACKOFF, NOW)
+
+    def test_nothing_asked_for_is_never_due(self):
+        assert not requested_due(None, None, NO_BACKOFF, NOW)
+
+    def test_a_request_started_since_answers_it(self):
+        assert not requested_due(NOW - 5 * S, NOW - 5 * S, NO_BACKOFF, NOW)
+        assert not requested_due(NOW - 5 * S, NOW - 1, NO_BACKOFF, NOW + 60 * S)
+
+    def test_one_app_is_asked_about_at_most_once_per_gap(self):
+        last = NOW - REFRESH_GAP_MS + 1
+        assert not requested_due(NOW, last, NO_BACKOFF, NOW)
+        assert requested_due(NOW, last, NO_BACKOFF, NOW + 1)
+        assert not requested_due(NOW, NOW + 3 * S, NO_BACKOFF, NOW), "a last request ahead of our clock"
+
+    def test_never_during_a_backoff(self):
+        assert not requested_due(NOW, None, Backoff(until_ms=NOW + 1, trouble=1), NOW)
+        assert requested_due(NOW, None, Backoff(until_ms=NOW, trouble=1), NOW)
+
+    def test_refreshes_start_requests_the_gap_and_the_pause_before_a_request_apart(self):
+        assert REFRESH_GAP_MS == MIN_REQUEST_GAP_MS + BETWEEN_REQUESTS_MS
+        assert MIN_REQUEST_GAP_MS == 10 * S and WAKE_CHECK_MS == S

@@ -1,0 +1,101 @@
+"""Refreshes asked for ahead of schedule, shared through Redis so the whole fleet hears of them.
+
+A signed GitHub webhook (``api.webhook``) or ``manage.py craft_apps_refresh`` marks apps due; every
+poller looks at one small counter every second and, when it moved, reads the marks. Whether a
+mark makes a host ask GitHub is decided by ``polling.schedule.requested_due``; the usual claim
+makes one host ask. Keys, beside those of ``fleet.entry``, under the same prefix:
+
+- ``{prefix}due``: a hash, app key -> when a refresh of it was last asked for (Unix ms); kept a
+  day after its last write (a mark is only a hint: the schedule stays the backstop).
+- ``{prefix}due:seq``: a counter moved with every mark, the one thing an idle poller reads every
+  second; kept a day.
+- ``{prefix}delivery:<id>``: a webhook delivery already taken (``SET NX``), kept a day, so a
+  delivery GitHub (or anyone) sends again does nothing more.
+
+Every method raises ``RedisTrouble`` (one line, no credentials), never a redis-py error.
+"""
+
+from __future__ import annotations
+
+import redis
+from redis.exceptions import RedisError
+
+from craft_apps.fleet.entry import DEFAULT_KEY_PREFIX, decode_time
+from craft_apps.fleet.store import RedisOperation, RedisTrouble
+
+DUE_TTL_MS = 24 * 3600 * 1000
+DELIVERY_TTL_MS = 24 * 3600 * 1000
+
+
+def due_key(prefix: str) -> str:
+    return f"{prefix}due"
+
+
+def due_seq_key(prefix: str) -> str:
+    return f"{prefix}due:seq"
+
+
+def delivery_key(prefix: str, delivery: str) -> str:
+    return f"{prefix}delivery:{delivery}"
+
+
+class SharedDueMarks:
+    """The fleet's due marks and taken deliveries on one Redis client."""
+
+    def __init__(self, client: redis.Redis, *, key_prefix: str = DEFAULT_KEY_PREFIX) -> None:
+        self._client = client
+        self._prefix = key_prefix
+
+    @property
+    def due_key(self) -> str:
+        return due_key(self._prefix)
+
+    @property
+    def seq_key(self) -> str:
+        return due_seq_key(self._prefix)
+
+    def take_delivery(self, delivery: str) -> bool:
+        """Records a webhook delivery; False when it was taken less than a day ago."""
+        key = delivery_key(self._prefix, delivery)
+        try:
+            return bool(self._client.set(key, "1", nx=True, px=DELIVERY_TTL_MS))
+        except (RedisError, OSError) as err:
+            raise RedisTrouble.of(f"writing {key}", err, RedisOperation.WRITE) from err
+
+    def mark(self, app_keys: list[str], requested_ms: int) -> None:
+        """Marks ``app_keys`` due as of ``requested_ms`` and moves the counter, all at once."""
+        if not app_keys:
+            return
+        try:
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hset(self.due_key, mapping=dict.fromkeys(app_keys, str(requested_ms)))
+            pipe.pexpire(self.due_key, DUE_TTL_MS)
+            pipe.incr(self.seq_key)
+            pipe.pexpire(self.seq_key, DUE_TTL_MS)
+            pipe.execute()
+        except (RedisError, OSError) as err:
+            raise RedisTrouble.of(f"writing {self.due_key}", err, RedisOperation.WRITE) from err
+
+    def seq(self) -> bytes | None:
+        """The counter as stored (None when absent): it moved when it differs from the last one."""
+        try:
+            value = self._client.get(self.seq_key)
+        except (RedisError, OSError) as err:
+            raise RedisTrouble.of(f"reading {self.seq_key}", err, RedisOperation.READ) from err
+        return value if isinstance(value, bytes) else None if value is None else str(value).encode()
+
+    def marks(self) -> dict[str, int]:
+        """Every app marked due in the last day, with when; unreadable fields are left out."""
+        try:
+            raw = self._client.hgetall(self.due_key)
+        except (RedisError, OSError) as err:
+            raise RedisTrouble.of(f"reading {self.due_key}", err, RedisOperation.READ) from err
+        if not isinstance(raw, dict):
+            return {}
+        marks: dict[str, int] = {}
+        for name, value in raw.items():
+            app = name.decode("utf-8", errors="replace") if isinstance(name, bytes) else str(name)
+            requested_ms = decode_time(value)
+            if requested_ms is not None:
+                marks[app] = requested_ms
+        return marks

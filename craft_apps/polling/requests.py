@@ -1,0 +1,75 @@
+"""What one poller knows of the refreshes asked for ahead of schedule, app by app.
+
+A mark (from Redis or the host's state file) is taken once: a mark no newer than one already
+taken is old news. A taken refresh is pending until a request about the app started at or after
+it was asked for (this host's own, or another host's claim), and ``schedule.requested_due``
+decides when a pending one makes the app due. When another host won the claim, this one waits
+for that host's answer instead of asking. Times of another host's clock that lie ahead of this
+one count as now, so a receiving host whose clock runs ahead can't keep a refresh pending.
+"""
+
+from __future__ import annotations
+
+from craft_apps.domain import Backoff
+from craft_apps.polling.schedule import REFRESH_GAP_MS, requested_due
+
+# How long a pending refresh keeps the poller ticking every second; after that it is looked at
+# by the ordinary ticks (the claim window: longer than any request can take).
+PATIENCE_MS = 60_000
+
+
+class RefreshRequests:
+    def __init__(self) -> None:
+        self._taken: dict[str, int] = {}  # app -> the newest mark taken, as written
+        self._pending: dict[str, int] = {}  # app -> when the refresh was asked for (our clock at most)
+        self._since: dict[str, int] = {}  # app -> when the pending refresh was taken
+        self._asked: dict[str, int] = {}  # app -> when this host last started a request
+        self._held_until: dict[str, int] = {}  # app -> another host claimed it: awaiting its answer
+
+    def take(self, app: str, requested_ms: int, now_ms: int) -> bool:
+        """Notes a mark; True when it is news."""
+        if requested_ms <= self._taken.get(app, 0):
+            return False
+        self._taken[app] = requested_ms
+        self._pending[app] = max(self._pending.get(app, 0), min(requested_ms, now_ms))
+        self._since[app] = now_ms
+        return True
+
+    def due(self, app: str, last_claim_ms: int | None, backoff: Backoff, now_ms: int) -> bool:
+        """Whether a pending refresh makes ``app`` due now (``last_claim_ms``: the newest claim
+        of it the fleet's store knows of, None alone); forgets one that was answered."""
+        requested = self._pending.get(app)
+        if requested is None:
+            return False
+        last_asked = max(
+            (t for t in (self._asked.get(app), last_claim_ms) if t is not None),
+            default=None,
+        )
+        if last_asked is not None and last_asked >= requested:
+            self._answered(app)
+            return False
+        if self._held_until.get(app, 0) > now_ms:
+            return False
+        return requested_due(requested, last_asked, backoff, now_ms)
+
+    def started(self, app: str, now_ms: int) -> None:
+        """This host is asking GitHub about ``app`` now."""
+        self._asked[app] = now_ms
+        if self._pending.get(app, now_ms + 1) <= now_ms:
+            self._answered(app)
+
+    def claimed_elsewhere(self, app: str, now_ms: int) -> None:
+        """Another host holds the claim: wait for its answer, and ask only if none comes."""
+        self._held_until[app] = now_ms + REFRESH_GAP_MS
+
+    def awaiting(self, now_ms: int) -> bool:
+        """Whether a refresh taken less than ``PATIENCE_MS`` ago is still unanswered."""
+        return any(0 <= now_ms - self._since[app] < PATIENCE_MS for app in self._pending)
+
+    def pending(self) -> dict[str, int]:
+        return dict(self._pending)
+
+    def _answered(self, app: str) -> None:
+        self._pending.pop(app, None)
+        self._since.pop(app, None)
+        self._held_until.pop(app, None)

@@ -1,0 +1,122 @@
+"""The wait between ticks, which notices a refresh asked for ahead of schedule within a second.
+
+``WakeUps.wait`` stands in for the runner's sleep between ticks: it sleeps in steps of
+``WAKE_CHECK_MS`` and after each looks whether a refresh was asked for. With the fleet that look
+is one ``GET`` of a counter in Redis (the marks themselves are read only when it moved); alone,
+or while Redis is in trouble, it is one tiny query of the host's state file. News runs a tick at
+once, and so does a refresh still awaiting its answer (another host's), every second, for up to
+``PATIENCE_MS``: so the host that wins the claim asks GitHub within about a second of the
+webhook, and the others take its answer from Redis within about a second more.
+
+A mark on the host's state file that didn't reach Redis (the web worker couldn't write there) is
+passed on to the fleet by the poller before it acts on it; without Redis the host acts alone.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from craft_apps.clock import Clock
+from craft_apps.fleet.due import SharedDueMarks
+from craft_apps.fleet.store import RedisOperation, RedisTrouble
+from craft_apps.host.due import HostDueMarks
+from craft_apps.host.store import StateUnavailable
+from craft_apps.polling.poller import Poller
+from craft_apps.polling.schedule import WAKE_CHECK_MS
+
+logger = logging.getLogger(__name__)
+
+_UNREAD = b"\x00unread"  # no counter read yet: the first look reads the marks
+
+
+class WakeUps:
+    def __init__(
+        self,
+        poller: Poller,
+        clock: Clock,
+        *,
+        host_marks: HostDueMarks | None = None,
+        shared_marks: SharedDueMarks | None = None,
+    ) -> None:
+        self.poller = poller
+        self.clock = clock
+        self.host_marks = host_marks
+        self.shared_marks = shared_marks
+        self._apps = frozenset(app.key for app in poller.config.apps)
+        self._seq: bytes | None = _UNREAD
+
+    def wait(self, seconds: float) -> bool:
+        """Waits ``seconds``, running a tick whenever a refresh needs one; False when asked to
+        stop, True at the end of the wait (or at once when the poller lost its lease)."""
+        end_ms = self.clock.now_ms() + round(max(0.0, seconds) * 1000)
+        while (left := end_ms - self.clock.now_ms()) > 0:
+            if not self.clock.sleep(min(WAKE_CHECK_MS, left) / 1000):
+                return False
+            if self.look():
+                self.poller.tick()
+                if self.poller.fence_lost:
+                    return True
+        return True
+
+    def look(self, *, at_tick: bool = False) -> bool:
+        """Takes the marks asked for since the last look; True when a tick should run now.
+        ``at_tick``: right before an ordinary tick, which reads the host's marks in any case."""
+        now_ms = self.clock.now_ms()
+        coordinated = self.shared_marks is not None and not self.poller.redis_log.is_failing
+        news = False
+        if self.host_marks is not None and (at_tick or not coordinated):
+            news = self._take_host_marks(coordinated, now_ms)
+        if coordinated:
+            news = self._take_shared_marks(now_ms) or news
+        requests = self.poller.requests
+        return news or (requests.awaiting(now_ms) and not self.poller.backoff.is_active(now_ms))
+
+    def _take_host_marks(self, coordinated: bool, now_ms: int) -> bool:
+        assert self.host_marks is not None
+        try:
+            marks = self.host_marks.marks()
+        except StateUnavailable as err:
+            logger.debug("Craft app releases: couldn't read the due marks: %s", err)
+            return False
+        if not marks:
+            return False
+        news = False
+        for mark in marks:
+            if not mark.shared and coordinated:
+                self._pass_on(mark.app, mark.requested_ms, now_ms)
+            if mark.app in self._apps and self.poller.requests.take(mark.app, mark.requested_ms, now_ms):
+                news = True
+                logger.info("Craft app releases: a refresh of %s was asked for on this host.", mark.app)
+        try:
+            self.host_marks.forget(marks)
+        except StateUnavailable as err:
+            logger.warning("Craft app releases: couldn't clear the due marks taken: %s", err)
+        return news
+
+    def _pass_on(self, app: str, requested_ms: int, now_ms: int) -> None:
+        """A mark the web worker couldn't share: shares it now, so the fleet hears of it."""
+        assert self.shared_marks is not None
+        try:
+            self.shared_marks.mark([app], requested_ms)
+        except RedisTrouble as err:
+            self.poller.redis_log.failed(err, now_ms)
+        else:
+            self.poller.redis_log.succeeded(RedisOperation.WRITE, now_ms)
+
+    def _take_shared_marks(self, now_ms: int) -> bool:
+        assert self.shared_marks is not None
+        try:
+            seq = self.shared_marks.seq()
+            if seq == self._seq:
+                return False
+            marks = self.shared_marks.marks()
+        except RedisTrouble as err:
+            self.poller.redis_log.failed(err, now_ms)
+            return False
+        self._seq = seq
+        news = False
+        for app, requested_ms in sorted(marks.items()):
+            if app in self._apps and self.poller.requests.take(app, requested_ms, now_ms):
+                news = True
+                logger.debug("Craft app releases: the fleet was asked to refresh %s.", app)
+        return news
