@@ -765,7 +765,7 @@ def run_rows(o: FleetOptions, on: FleetRun, off: FleetRun | None) -> list[tuple[
          *each(lambda r: f"{r.requests_per_app_per_interval:.3f}"), ""),
         ("... less one per webhook",
          *each(lambda r: f"{r.requests_per_app_per_interval_besides_webhooks:.3f}"),
-         f"<= 1.05 on; about {o.hosts} off"),
+         "<= 1.05" if off is None else f"<= 1.05 on; about {o.hosts} off"),
         ("requests while the app was fresh, but for one per webhook (duplicates)",
          *each(lambda r: f"{r.duplicate_requests:,}"), "0 on"),
         ("rate-limited requests (403/429)", *each(lambda r: str(r.rate_limited)), "0"),
