@@ -9,8 +9,8 @@ of its own; its messages are one line and carry no credentials.
 from __future__ import annotations
 
 import logging
-from enum import StrEnum
 
+from craft_apps.compat import StrEnum
 from craft_apps.redis_conn import describe_error
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,9 @@ milliseconds only when they are not zero (``2026-10-08T14:52:50Z``, ``...50.125Z
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+
+from craft_apps.compat import UTC, fromisoformat
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -43,7 +45,7 @@ def parse_rfc3339(text: str) -> datetime:
     """
     if not isinstance(text, str) or "T" not in text.upper():
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    parsed = datetime.fromisoformat(text)
+    parsed = fromisoformat(text)
     if parsed.tzinfo is None:
         raise ValueError(f"timestamp without a zone: {text!r}")
     return parsed.astimezone(UTC)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+from craft_apps.compat import UTC
 from craft_apps.domain import (
     AppState,
     AssetPlatform,

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from django.test import Client, override_settings
 
 from craft_apps import views
+from craft_apps.compat import UTC
 from craft_apps.domain import (
     AppState,
     AssetPlatform,

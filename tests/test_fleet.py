@@ -9,7 +9,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -17,6 +17,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppSpec
 from craft_apps.fallback import PollMode

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ import pytest
 import responses
 from responses import matchers
 
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec, AppState, Backoff
 from craft_apps.fallback import PollMode
 from craft_apps.github import GitHubClient
