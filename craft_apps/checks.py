@@ -16,13 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 from craft_apps.conf import Problem, app_settings, describe
 from craft_apps.redis_conn import alias_problems
 
+TAG = "craft_apps"
 
-@register(Tags.compatibility)
+
+# Its own tag (``check --tag craft_apps``); none is deploy-only: each one matters on a developer's
+# machine as much as on a host.
+@register(TAG)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     return [_message(problem) for problem in configuration_problems()]
 

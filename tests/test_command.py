@@ -14,11 +14,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+import django
 import pytest
+from django.core.management import call_command
 
+import craft_apps
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, SlowFault, StatusFault
@@ -123,6 +127,13 @@ def pollers(poller_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[...
     yield start
     for poller in started:
         poller.kill()
+
+
+def test_version_is_craft_apps_version_not_djangos(capsys):
+    with pytest.raises(SystemExit) as exited:
+        call_command("poll_craft_releases", "--version")
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == craft_apps.__version__ != django.get_version()
 
 
 def test_once_runs_a_round_and_exits_0(pollers, github: FakeGitHub, state_dir: Path):
