@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -75,29 +74,3 @@ def test_the_demo_site_gives_the_poller_its_own_redis_url():
         check=True,
     )
     assert out.stdout.strip() == "redis://127.0.0.1:6399/0?client_name=craft_apps_poller"
-
-
-def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = tmp_path.glob("django_craft_apps-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    assert "craft_apps/guarded_hset.lua" in names
-    assert "craft_apps/py.typed" in names
-    assert "craft_apps/management/commands/poll_craft_releases.py" in names
-    assert "craft_apps/testing/fake_github.py" in names
-    assert not any(name.startswith(("config/", "tests/")) for name in names)
