@@ -7,6 +7,7 @@ sockets, bounded by deadlines; no test waits for a timer of its own.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sqlite3
@@ -19,11 +20,11 @@ from pathlib import Path
 
 import django
 import pytest
-from django.core.management import call_command
 
 import craft_apps
 from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec
+from craft_apps.management.commands.poll_craft_releases import Command
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, SlowFault, StatusFault
 
@@ -130,8 +131,9 @@ def pollers(poller_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[...
 
 
 def test_version_is_craft_apps_version_not_djangos(capsys):
+    command = Command(stdout=io.StringIO(), stderr=io.StringIO())
     with pytest.raises(SystemExit) as exited:
-        call_command("poll_craft_releases", "--version")
+        command.run_from_argv(["manage.py", "poll_craft_releases", "--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == craft_apps.__version__ != django.get_version()
 
@@ -239,11 +241,13 @@ def test_kill_9_of_the_holder_gives_a_takeover_within_the_ttl_plus_a_retry(polle
 def test_a_holder_paused_past_its_ttl_has_its_writes_refused_and_steps_down(
     pollers, github: FakeGitHub, state_dir: Path
 ):
-    github.set_fault(APPS[0].repo, SlowFault(TTL_S + 2))
+    # The request outlasts the standby's start (seconds on a busy machine) and then the TTL.
+    github.set_fault(APPS[0].repo, SlowFault(TTL_S + 7))
     holder = pollers("--no-startup-delay")
     wait_until(lambda: bool(github.requests_for(APPS[0].repo)), 20, "the holder's slow request")
-    holder.process.send_signal(signal.SIGSTOP)
     standby = pollers("--no-startup-delay")
+    standby.wait_for("standing by")  # up and waiting before the holder stalls
+    holder.process.send_signal(signal.SIGSTOP)
     standby.wait_for("took over polling", timeout=TTL_S + RETRY_S + 5)
     new_fence = lease_row(state_dir)[1]
     holder.process.send_signal(signal.SIGCONT)
