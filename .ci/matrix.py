@@ -121,7 +121,8 @@ def main(argv: list[str]) -> int:
     failed += sum(1 for outcome in outcomes if outcome.status and not outcome.counts)  # no test ran
     print("== matrix")
     print(table(outcomes))
-    print(f"total: {duration(total)} for {len(outcomes)} pairs (CI's limit: {duration(CI_LIMIT_S)})")
+    pairs_run = f"{len(outcomes)} pair{'s' if len(outcomes) != 1 else ''}"
+    print(f"total: {duration(total)} for {pairs_run} (CI's limit: {duration(CI_LIMIT_S)})")
     print(f"matrix: {passed} passed, {failed} failed")
     return 1 if any(outcome.status for outcome in outcomes) else 0
 
