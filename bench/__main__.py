@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from bench.fleet import FleetOptions
 from bench.footprint import FootprintOptions
 from bench.launcher import LauncherOptions
 from bench.report import machine, markdown_table, read_json_output, rewrite_figures
+from craft_apps.compat import UTC
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import max_in_window
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.api.refresh import request_refresh
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
 from craft_apps.domain import AppSpec
 from craft_apps.fleet.due import SharedDueMarks

@@ -34,13 +34,14 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.fleet import next_version
 from bench.report import finish, markdown_table
 from craft_apps.clock import SystemClock
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppSpec, AppState, Release
 from craft_apps.github.parsing import parse_release

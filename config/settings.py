@@ -35,11 +35,15 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "craft_apps",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the static files (Swagger UI's and ReDoc's, from drf-spectacular-sidecar) from the
+    # WSGI application itself, under gunicorn as under the test client.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -87,6 +91,9 @@ if os.environ.get("CRAFT_APPS_REDIS_URL", "").strip():
     CACHES["craft_apps"] = poller_cache(os.environ["CRAFT_APPS_REDIS_URL"].strip())
 
 STATIC_URL = "static/"
+# WhiteNoise serves the installed apps' static files where they lie, so the demo needs no
+# collectstatic step (a real site sets STATIC_ROOT, runs collectstatic and serves that).
+WHITENOISE_USE_FINDERS = True
 USE_TZ = True
 TIME_ZONE = "UTC"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -103,6 +110,12 @@ SPECTACULAR_SETTINGS: dict[str, object] = {
     "DESCRIPTION": "The latest release of every Craft App, for ArtCraft Launcher.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The docs load nothing from outside the site: Swagger UI and ReDoc from
+    # drf-spectacular-sidecar, no online validator badge (an image from validator.swagger.io).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
 }
 
 LOGGING = {

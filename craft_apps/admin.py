@@ -56,7 +56,10 @@ class VisibilityFilter(admin.SimpleListFilter):
         wanted = Visibility[str(self.value()).upper()]
         now = timezone.now()
         # The window rule is Python's (one rule for the endpoint and here); the tables are small.
-        return queryset.filter(pk__in=[i.pk for i in queryset if i.window().visibility(now) is wanted])
+        visible: QuerySet[Any, Any] = queryset.filter(
+            pk__in=[i.pk for i in queryset if i.window().visibility(now) is wanted]
+        )
+        return visible
 
 
 class NoticeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]

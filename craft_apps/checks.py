@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
 from craft_apps.api.metrics import metrics_problems
 from craft_apps.conf import BY_KEY, Problem, app_settings, describe
 from craft_apps.fleet.connection import alias_problems
+
+TAG = "craft_apps"
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,9 @@ def finding(problem: Problem) -> Finding:
     return Finding(check.id, check.msg.format(**context), check.hint.format(**context))
 
 
-@register("craft_apps", Tags.compatibility)
+# Its own tag (``check --tag craft_apps``); none is deploy-only: each one matters on a developer's
+# machine as much as on a host.
+@register(TAG)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     return [_message(found) for found in configuration_problems()]
 

@@ -264,7 +264,7 @@ SETTINGS: tuple[Setting, ...] = (
         "STATE_DIR",
         "CRAFT_APPS_STATE_DIR",
         "path",
-        "`<BASE_DIR>/var/craft_apps` (`~/.local/state/craft_apps` without `BASE_DIR`)",
+        "`<BASE_DIR>/var/craft_apps` (`~/.local/state/craft_apps` without `BASE_DIR`): ignore `/var/` in git",
         _parse_path,
         "a string",
         lambda: default_state_dir(),

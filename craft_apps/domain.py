@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
+
+from craft_apps.compat import StrEnum
 
 
 class CraftAppOs(StrEnum):

@@ -11,7 +11,9 @@ outside 1970-9999 (GitHub's ``0001-01-01T00:00:00Z`` placeholder, say) is no ins
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
+
+from craft_apps.compat import UTC, fromisoformat
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 FIRST_YEAR, LAST_YEAR = 1970, 9999  # the instants we keep; anything else reads as null
@@ -49,7 +51,7 @@ def parse_rfc3339(text: str) -> datetime:
     """
     if not isinstance(text, str) or "T" not in text.upper():
         raise ValueError(f"not an RFC 3339 timestamp: {text!r}")
-    parsed = datetime.fromisoformat(text)
+    parsed = fromisoformat(text)
     if parsed.tzinfo is None:
         raise ValueError(f"timestamp without a zone: {text!r}")
     return parsed.astimezone(UTC)

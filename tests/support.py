@@ -6,9 +6,10 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
+from craft_apps.compat import UTC
 from craft_apps.domain import (
     AppSpec,
     AppState,

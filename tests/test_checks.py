@@ -7,7 +7,9 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.checks.registry import registry
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
 from craft_apps.checks import check_settings
@@ -49,6 +51,19 @@ def test_demo_site_check_is_clean():
     out = StringIO()
     call_command("check", stdout=out)
     assert "no issues" in out.getvalue()
+
+
+def test_the_checks_have_their_own_tag_and_none_is_deploy_only():
+    every = registry.get_checks(include_deployment_checks=True)
+    ours = [check for check in every if check.__module__ == "craft_apps.checks"]
+    assert [check.tags for check in ours] == [("craft_apps",)]
+    assert set(ours) <= set(registry.get_checks(include_deployment_checks=False))
+    with override_settings(CRAFT_APPS={"POLLING_ENABLED": "sometimes"}):
+        with pytest.raises(SystemCheckError, match=r"craft_apps\.E001"):
+            call_command("check", tags=["craft_apps"], stdout=StringIO(), stderr=StringIO())
+        out = StringIO()
+        call_command("check", tags=["models"], stdout=out)
+        assert "no issues" in out.getvalue()
 
 
 def test_e001_a_value_of_the_wrong_form_names_the_setting_and_its_variable():

@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "craft_apps"
 # Layer of each top-level part of the package, lowest first. A module may import its own part
 # and any part of a strictly lower layer, and nothing else.
 LAYERS: dict[str, int] = {
+    "compat": -1,  # what Python 3.11 added, for 3.10: below everything
     "domain": 0,
     "instants": 0,
     "clock": 0,
@@ -37,7 +38,8 @@ LAYERS: dict[str, int] = {
     "apps": 6,
     "management": 6,
     "redis_options": 6,
-    "text": 0,  # the 0.1 import path of fleet.options, kept for sites
+    "text": 0,
+    # the 0.1 import path of fleet.options, kept for sites
     "testing": 6,
     "ops": 5,  # what operators ask: craft_apps_status
 }
@@ -53,7 +55,8 @@ def imported_modules(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "craft_apps":
-                found.update(f"craft_apps.{alias.name}" for alias in node.names)
+                # ``from craft_apps import __version__`` names the package itself, not a part.
+                found.update(f"craft_apps.{a.name}" for a in node.names if not a.name.startswith("__"))
             elif node.module.startswith("craft_apps."):
                 found.add(node.module)
         elif isinstance(node, ast.Import):

@@ -9,13 +9,13 @@ components (``CraftAppOs``, ``CraftAppArch``, ``CraftAppPackageType``), see ``sc
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from craft_apps.compat import StrEnum
 from craft_apps.domain import CraftAppArch, CraftAppOs, CraftAppPackageType
 from craft_apps.instants import format_rfc3339
 

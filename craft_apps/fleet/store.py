@@ -31,7 +31,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import Enum
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -43,6 +43,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from craft_apps.codec import decode_release
+from craft_apps.compat import StrEnum
 from craft_apps.domain import Backoff, Release, newer_wins
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error

@@ -13,8 +13,8 @@ credentials.
 from __future__ import annotations
 
 import logging
-from enum import StrEnum
 
+from craft_apps.compat import StrEnum
 from craft_apps.fleet.connection import describe_error
 from craft_apps.fleet.store import RedisOperation, RedisTrouble
 

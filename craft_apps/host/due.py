@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from craft_apps.compat import sqlite_errorname
 from craft_apps.host.store import DB_FILENAME, FORMAT_VERSION, StateUnavailable
 from craft_apps.text import one_line
 
@@ -183,6 +184,6 @@ class HostDueMarks:
         return (result.st_dev, result.st_ino, result.st_ctime_ns)
 
     def _unavailable(self, err: sqlite3.Error) -> StateUnavailable:
-        name = getattr(err, "sqlite_errorname", "") or ""
+        name = sqlite_errorname(err)
         why = "is locked" if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) else "cannot be used"
         return StateUnavailable(f"craft_apps state file {self.path} {why} ({one_line(err)})")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from craft_apps.codec import decode_release, encode_release
+from craft_apps.compat import sqlite_errorname
 from craft_apps.domain import (
     AppState,
     Backoff,
@@ -523,7 +524,7 @@ class StateStore:
         try:
             row = db.execute(_VERSION_QUERY).fetchone()
         except sqlite3.OperationalError as err:
-            if getattr(err, "sqlite_errorname", "") != "SQLITE_ERROR":
+            if sqlite_errorname(err) != "SQLITE_ERROR":
                 raise
             self._raise_unless_blank(db, err)
             return None
@@ -682,7 +683,7 @@ class StateStore:
         db.execute("UPDATE store_meta SET version = version + 1 WHERE id = 1")
 
     def _unavailable(self, err: sqlite3.Error) -> StateUnavailable:
-        name = getattr(err, "sqlite_errorname", "") or ""
+        name = sqlite_errorname(err)
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
             why = "is locked"
         elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):

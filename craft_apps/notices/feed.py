@@ -37,7 +37,10 @@ RECHECK_S = 1.0  # the version marker is read at most this often: an edit shows 
 
 def read_version(using: str) -> int | None:
     """The marker every write bumps; None before the first write. One query."""
-    return NoticesVersion.objects.using(using).filter(pk=1).values_list("version", flat=True).first()
+    version: int | None = (
+        NoticesVersion.objects.using(using).filter(pk=1).values_list("version", flat=True).first()
+    )
+    return version
 
 
 def load_scheduled(using: str, now: datetime) -> Scheduled:

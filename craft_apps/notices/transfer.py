@@ -11,7 +11,7 @@ changes nothing (not even the version marker).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -19,6 +19,7 @@ from django.core.management.color import no_style
 from django.db import connections, models, router, transaction
 from django.utils.dateparse import parse_datetime
 
+from craft_apps.compat import UTC
 from craft_apps.notices.models import NOTICE_MODELS, Notice
 
 FORMAT = "craft_apps_notices"

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_API_URL, DEFAULT_GITHUB_WEB_URL
 from craft_apps.domain import AppSpec
 

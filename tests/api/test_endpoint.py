@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from django.test import Client, override_settings
 
 from craft_apps.api import caching, views
+from craft_apps.compat import UTC
 from craft_apps.domain import (
     AppState,
     AssetPlatform,

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 
 import pytest
 
 from craft_apps.api.serializers import CraftAppReleaseSerializer
 from craft_apps.codec import decode_release, encode_release, release_to_dict
+from craft_apps.compat import UTC
 from craft_apps.domain import AssetPlatform, CraftAppOs, CraftAppPackageType, Release
 from craft_apps.github.parsing import parse_release
 from craft_apps.testing.demo_releases import demo_releases

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,6 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec
 from craft_apps.host.health import RULES
 from craft_apps.testing.demo_releases import demo_release

@@ -8,11 +8,12 @@ import re
 import shlex
 import shutil
 import subprocess
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub

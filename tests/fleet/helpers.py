@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
+from craft_apps.compat import UTC
 from craft_apps.instants import datetime_to_ms
 from tests.support import release
 

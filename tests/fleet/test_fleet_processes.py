@@ -11,7 +11,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppSpec
 from craft_apps.fleet.store import SharedStore

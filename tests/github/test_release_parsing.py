@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
 from craft_apps.codec import decode_release, encode_release
+from craft_apps.compat import UTC
 from craft_apps.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppPackageType, Release
 from craft_apps.github.parsing import (
     MAX_ASSETS,

@@ -494,6 +494,9 @@ def test_threads_each_use_their_own_connection(store: StateStore, fence: Fence) 
     assert reader.read().version == 31
 
 
+# Python 3.12+ warns about fork() in a process with threads (pytest-xdist's); forking under a
+# running site is the case this test is about, and its child only touches the store.
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
     parent_reader = store._connection(writable=False)

@@ -34,7 +34,8 @@ def app_rename(**fields: Any) -> AppRename:
         "visible_from": ago(3600),
         **fields,
     }
-    return AppRename.objects.create(**values)
+    item: AppRename = AppRename.objects.create(**values)
+    return item
 
 
 def repo_rename(**fields: Any) -> RepoRename:
@@ -46,7 +47,8 @@ def repo_rename(**fields: Any) -> RepoRename:
         "visible_from": ago(3600),
         **fields,
     }
-    return RepoRename.objects.create(**values)
+    item: RepoRename = RepoRename.objects.create(**values)
+    return item
 
 
 def announcement(**fields: Any) -> Announcement:
@@ -58,7 +60,8 @@ def announcement(**fields: Any) -> Announcement:
         "visible_from": ago(3600),
         **fields,
     }
-    return Announcement.objects.create(**values)
+    item: Announcement = Announcement.objects.create(**values)
+    return item
 
 
 def alert(**fields: Any) -> Alert:
@@ -71,7 +74,8 @@ def alert(**fields: Any) -> Alert:
         "visible_from": ago(3600),
         **fields,
     }
-    return Alert.objects.create(**values)
+    item: Alert = Alert.objects.create(**values)
+    return item
 
 
 class Monotonic:

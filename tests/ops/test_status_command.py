@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from io import StringIO
 from pathlib import Path
 
@@ -19,6 +19,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from craft_apps.compat import UTC
 from craft_apps.domain import AppState, Backoff
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.counters import CountersUpdate, record

@@ -21,12 +21,13 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from craft_apps.api.caching import CACHEABLE
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec
 from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release

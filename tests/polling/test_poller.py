@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 import responses
 from responses import matchers
 
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec, AppState, Backoff
 from craft_apps.fleet.trouble import PollMode
 from craft_apps.github.client import GitHubClient

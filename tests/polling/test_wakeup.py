@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 import redis
 
 from craft_apps.api.refresh import request_refresh
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec, Backoff
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore

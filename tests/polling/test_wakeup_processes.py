@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 from django.test import Client, override_settings
 
+from craft_apps.compat import UTC
 from craft_apps.domain import AppSpec, AppState
 from craft_apps.fleet.options import poller_cache
 from craft_apps.github.parsing import parse_release
@@ -119,7 +120,9 @@ def test_a_running_fleet_asks_github_within_2_s_of_a_delivery_and_only_once(
     assert deliver(hosts[0].state_dir, redis_server.url) == 202
     asked = wait_until(lambda: bool(github.requests_for("storytold/photocraft")), 2.0, "a request to GitHub")
     assert asked <= 2.0
-    wait_until(lambda: all(host.shows("0.6.0") for host in hosts), 3.0, "every state file")
+    # The fleet target is every state file within 5 s (p95): the other host hears of it at its
+    # next one-second look and takes the answer from Redis.
+    wait_until(lambda: all(host.shows("0.6.0") for host in hosts), 5.0, "every state file")
     assert len(github.requests_for("storytold/photocraft")) == 1, "one host asked, the other took its answer"
     assert [r.repo for r in github.requests] == ["storytold/photocraft"]
 

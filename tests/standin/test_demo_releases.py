@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 
+from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import AppSpec
 from craft_apps.testing.demo_releases import demo_release, demo_releases

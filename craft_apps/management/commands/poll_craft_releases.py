@@ -17,6 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from craft_apps import __version__
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings, describe
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
@@ -32,6 +33,10 @@ _LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEB
 
 class Command(BaseCommand):
     help = "Polls GitHub for the latest release of every Craft App and publishes it to this host."
+
+    def get_version(self) -> str:
+        # ``--version`` names this app's release, not Django's.
+        return __version__
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(

@@ -1,0 +1,44 @@
+#!/bin/sh
+# Adds craft_apps, its endpoint and its offline API docs to a site made by
+# `django-admin startproject mysite` (run it beside manage.py; another project name as $1),
+# after `pip install django-craft-apps drf-spectacular-sidecar`.
+set -eu
+project="${1:-mysite}"
+
+cat >> "$project/settings.py" <<'EOF'
+
+# craft_apps, its API (Django REST framework, drf-spectacular) and the API's docs, whose
+# Swagger UI and ReDoc files the site serves itself (drf-spectacular-sidecar).
+INSTALLED_APPS += ["rest_framework", "drf_spectacular", "drf_spectacular_sidecar", "craft_apps"]
+REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Craft Apps release info",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No online validator badge: it is an image from validator.swagger.io.
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+}
+EOF
+
+cat >> "$project/urls.py" <<'EOF'
+
+from django.urls import include  # noqa: E402
+from drf_spectacular.views import (  # noqa: E402
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
+
+urlpatterns += [
+    path("", include("craft_apps.urls")),  # GET /v1/craft_apps/release_info
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    # craft_apps's ReDoc page is drf-spectacular's without Google's fonts.
+    path(
+        "api/redoc/",
+        SpectacularRedocView.as_view(url_name="schema", template_name="craft_apps/redoc.html"),
+        name="redoc",
+    ),
+]
+EOF

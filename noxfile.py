@@ -1,0 +1,85 @@
+"""The test matrix: Django's checks, the OpenAPI validation and the whole suite on every supported
+Python/Django pair, each in its own virtual environment under ``.nox/``.
+
+``nox -l`` lists the pairs; ``nox -s "tests(3.12-6.0)"`` runs one (arguments after ``--`` go to
+pytest); ``bash .ci/test`` runs the linters once, then every pair. An environment is built once and
+reused while ``requirements/`` and ``pyproject.toml`` are unchanged (a stamp in it says which);
+pip's cache makes a rebuild take seconds, not a download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+# Each Django release with the Pythons it supports (Django's own table).
+DJANGOS: dict[str, tuple[str, ...]] = {
+    "4.2": ("3.10", "3.11", "3.12"),
+    "5.1": PYTHONS,
+    "5.2": PYTHONS,
+    "6.0": ("3.12", "3.13"),
+}
+PAIRS = [(python, django) for python in PYTHONS for django, pythons in DJANGOS.items() if python in pythons]
+STAMP = ".requirements.sha256"
+
+nox.options.sessions = ["tests"]
+nox.options.reuse_venv = "yes"
+nox.options.download_python = "never"
+nox.options.error_on_missing_interpreters = True
+
+
+def interpreter(version: str) -> str:
+    """``pythonX.Y`` on PATH when it runs, else pyenv's newest ``X.Y.*`` (pyenv's shims only
+    answer for the versions selected in the shell), else the bare version for nox to report."""
+    found = shutil.which(f"python{version}")
+    if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+        return found
+    versions = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    installed = [
+        path
+        for path in versions.glob(f"{version}.*/bin/python{version}")
+        if re.fullmatch(rf"{re.escape(version)}\.\d+", path.parents[1].name)
+    ]
+    if installed:
+        return str(max(installed, key=lambda path: int(path.parents[1].name.rsplit(".", 1)[1])))
+    return version
+
+
+def requirements_digest() -> str:
+    digest = hashlib.sha256()
+    for path in [*sorted((ROOT / "requirements").glob("*.txt")), ROOT / "pyproject.toml"]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def install(session: nox.Session, *requirement_files: str) -> None:
+    """The pinned requirements and this project (editable), unless the stamp says they are in."""
+    stamp = Path(session.virtualenv.location) / STAMP
+    want = requirements_digest()
+    if stamp.exists() and stamp.read_text() == want:
+        session.log("requirements unchanged: reusing the environment")
+        return
+    session.install("--quiet", *(arg for path in requirement_files for arg in ("-r", path)))
+    session.install("--quiet", "--no-deps", "--no-build-isolation", "-e", ".")
+    stamp.write_text(want)
+
+
+@nox.session(venv_backend="venv")
+@nox.parametrize(
+    ("python", "django"),
+    [(interpreter(python), django) for python, django in PAIRS],
+    ids=[f"{python}-{django}" for python, django in PAIRS],
+)
+def tests(session: nox.Session, django: str) -> None:
+    install(session, "requirements/test.txt", f"requirements/django-{django}.txt")
+    session.run("python", "manage.py", "check", "--fail-level", "WARNING")
+    session.run("python", "manage.py", "spectacular", "--validate", "--fail-on-warn", "--file", os.devnull)
+    session.run("pytest", "-q", "-n", "2", *session.posargs)

@@ -1,0 +1,169 @@
+"""``bash .ci/demo`` as the README runs it, in this test's environment (``DEMO_VENV``): gunicorn
+serves the endpoint and the offline docs after one poller round, with one line saying what runs
+where, the database line once, no migration or development-server warning; ``DEMO_REAL_GITHUB=1``
+polls the GitHub it is given (here a stand-in of the test's own) with the token, never shown.
+Its set-up installs no test tool."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from craft_apps.compat import UTC
+from craft_apps.testing.demo_releases import demo_release
+from craft_apps.testing.fake_github import FakeGitHub
+from tests.docs_pages import check_offline
+from tests.fleet.server import free_port
+from tests.polling.test_command import APPS
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "ghp_demo-token-never-shown"
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Demo:
+    process: subprocess.Popen[bytes]
+    log: Path
+    site: str
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def fetch(self, path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(self.site + path, timeout=10) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read()
+
+    def wait_until_serving(self) -> None:
+        deadline = time.monotonic() + 60
+        while "Demo: " not in self.output():
+            assert self.process.poll() is None, self.output()
+            assert time.monotonic() < deadline, self.output()
+            time.sleep(0.05)
+
+
+@pytest.fixture
+def start_demo(tmp_path: Path) -> Iterator[object]:
+    started: list[Demo] = []
+
+    def start(**extra: str) -> Demo:
+        port = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_", "DEMO_"))}
+        env.update(
+            DEMO_VENV=sys.prefix,
+            DEMO_PORT=str(port),
+            DEMO_GITHUB_PORT=str(free_port()),
+            CRAFT_APPS_STATE_DIR=str(tmp_path / "state"),
+            DJANGO_DB_NAME=str(tmp_path / "demo.sqlite3"),
+            CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
+            **extra,
+        )
+        log = tmp_path / f"demo-{len(started)}.log"
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                ["bash", ".ci/demo"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
+        demo = Demo(process, log, f"http://127.0.0.1:{port}")
+        started.append(demo)
+        demo.wait_until_serving()
+        return demo
+
+    yield start
+    for demo in started:
+        if demo.process.poll() is None:
+            demo.process.send_signal(signal.SIGINT)
+            demo.process.wait(20)
+
+
+def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo):
+    demo = start_demo()
+    status, body = demo.fetch("/v1/craft_apps/release_info")
+    apps = json.loads(body)["release_info"]["apps"]
+    assert status == 200 and set(apps) == {app.key for app in APPS}
+    assert all(app["latest_release"]["version"] for app in apps.values()), "fetched from the stand-in"
+    check_offline(demo.fetch, demo.site, "/api/docs/")
+    check_offline(demo.fetch, demo.site, "/api/redoc/")
+    out = demo.output()
+    [line] = [line for line in out.splitlines() if line.startswith("Demo: ")]
+    assert "served by gunicorn" in line and "GitHub stand-in" in line and "poll_craft_releases" in line
+    assert out.count("Database: ") == 1, out
+    assert "unapplied migration" not in out and "development server" not in out, out
+
+    children = subprocess.run(["pgrep", "-P", str(demo.process.pid)], capture_output=True, text=True)
+    pids = [int(pid) for pid in children.stdout.split()]
+    assert len(pids) == 3, "the stand-in, the poller and gunicorn"
+    demo.process.send_signal(signal.SIGINT)
+    assert demo.process.wait(20) in (0, 130)
+    for pid in pids:
+        assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_demo_real_github_polls_the_given_github_with_the_token_never_shown(start_demo):
+    with FakeGitHub() as github:
+        github_url = github.url
+        for app in APPS:
+            github.publish(app.repo, demo_release(app, "0.6.0", datetime(2026, 11, 1, tzinfo=UTC)))
+        demo = start_demo(
+            DEMO_REAL_GITHUB="1",
+            CRAFT_APPS_RELEASE_GITHUB_API_URL=github.url,
+            CRAFT_APPS_RELEASE_GITHUB_TOKEN=TOKEN,
+        )
+        status, body = demo.fetch("/v1/craft_apps/release_info")
+        apps = json.loads(body)["release_info"]["apps"]
+        assert status == 200 and {app["latest_release"]["version"] for app in apps.values()} == {"0.6.0"}
+        assert all(r.header("Authorization") == f"Bearer {TOKEN}" for r in github.requests)
+    out = demo.output()
+    [line] = [line for line in out.splitlines() if line.startswith("Demo: ")]
+    assert f"GitHub at {github_url} with a token" in line
+    assert "stand-in" not in line and "fake GitHub serving" not in out
+    assert TOKEN not in out
+
+
+def test_the_demo_environment_has_no_test_tools():
+    def requirements(path: Path) -> set[str]:
+        names: set[str] = set()
+        for line in path.read_text().splitlines():
+            if line.startswith("-r "):
+                names |= requirements(path.parent / line.split()[1])
+            elif match := re.match(r"([A-Za-z0-9_.-]+)==", line):
+                names.add(match.group(1).lower())
+        return names
+
+    setup = (ROOT / ".ci" / "setup").read_text()
+    [demo_line] = [line for line in setup.splitlines() if line.strip().startswith("demo)")]
+    files = re.findall(r"-r ([^\s)]+)", demo_line)
+    assert files == ["requirements/demo.txt", "requirements/django-5.2.txt"]
+    demo = set().union(*(requirements(ROOT / file) for file in files))
+    assert {"django", "gunicorn", "whitenoise", "drf-spectacular-sidecar"} <= demo
+    tools = {
+        "pytest",
+        "pytest-django",
+        "pytest-xdist",
+        "responses",
+        "ruff",
+        "mypy",
+        "nox",
+        "supervisor",
+        "build",
+    }
+    assert not demo & tools
+    assert tools <= requirements(ROOT / "requirements" / "test.txt") | requirements(
+        ROOT / "requirements" / "lint.txt"
+    )

@@ -1,0 +1,211 @@
+"""The package as a new user gets it: the sdist and the wheel built from a copy of the source, the
+wheel installed into a fresh virtual environment beside a new ``django-admin startproject``
+site, the README's install script applied to it, then ``check --deploy``, the endpoint and the
+offline docs on a real ``runserver``.
+
+The environment gets exactly the versions this test runs with (a constraints file from this
+environment). Their wheels are kept in ``.nox/wheelhouse`` (``CRAFT_APPS_WHEELHOUSE``): once it
+holds them the install needs no network; when it lacks one, pip downloads it, from its cache
+when it can.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import textwrap
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+import craft_apps
+from tests.docs_pages import check_offline
+from tests.fleet.server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "docs" / "install-example.sh"
+WHEELHOUSE = Path(os.environ.get("CRAFT_APPS_WHEELHOUSE") or ROOT / ".nox" / "wheelhouse")
+NOT_COPIED = shutil.ignore_patterns(
+    ".git", ".venv*", ".nox", "var", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
+)
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Built:
+    sdist: Path
+    wheel: Path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """``python -m build``: the sdist, then the wheel built from the unpacked sdist."""
+    source = tmp_path_factory.mktemp("source") / "django-craft-apps"
+    shutil.copytree(ROOT, source, ignore=NOT_COPIED)
+    dist = tmp_path_factory.mktemp("dist")
+    run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(source)])
+    [sdist] = dist.glob("django_craft_apps-*.tar.gz")
+    [wheel] = dist.glob("django_craft_apps-*.whl")
+    return Built(sdist, wheel)
+
+
+def run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)  # type: ignore[call-overload]
+    assert result.returncode == 0, f"{command}: {result.stdout}{result.stderr}"
+    return result  # type: ignore[no-any-return]
+
+
+def test_the_sdist_ships_no_tests_and_the_wheel_has_the_metadata(built: Built):
+    with tarfile.open(built.sdist) as sdist:
+        names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
+    assert {"LICENSE", "README.md", "CHANGELOG.md", "pyproject.toml"} <= names
+    assert "craft_apps/templates/craft_apps/redoc.html" in names
+    assert not any(name.startswith(("tests/", "config/", "bench/")) for name in names), sorted(names)
+
+    wheel = zipfile.ZipFile(built.wheel)
+    files = set(wheel.namelist())
+    version = craft_apps.__version__
+    assert built.wheel.name == f"django_craft_apps-{version}-py3-none-any.whl"
+    assert {
+        "craft_apps/fleet/guarded_write.lua",
+        "craft_apps/py.typed",
+        "craft_apps/templates/craft_apps/redoc.html",
+        "craft_apps/management/commands/poll_craft_releases.py",
+        "craft_apps/testing/fake_github.py",
+        f"django_craft_apps-{version}.dist-info/licenses/LICENSE",
+    } <= files
+    assert not any(name.startswith(("config/", "tests/", "bench/")) for name in files)
+    meta = wheel.read(f"django_craft_apps-{version}.dist-info/METADATA").decode()
+    lines = set(meta.splitlines())
+    assert {
+        f"Version: {version}",
+        "License-Expression: MIT",
+        "Requires-Python: >=3.10",
+        "Requires-Dist: Django<6.1,>=4.2",
+        "Classifier: Framework :: Django",
+        *(f"Classifier: Framework :: Django :: {v}" for v in ("4.2", "5.1", "5.2", "6.0")),
+        *(f"Classifier: Programming Language :: Python :: 3.{v}" for v in (10, 11, 12, 13)),
+    } <= lines
+    assert any(line.startswith("Project-URL: Changelog, ") for line in lines)
+    assert f"## {version} " in (ROOT / "CHANGELOG.md").read_text()
+
+
+def test_the_readme_shows_the_install_script_as_it_is():
+    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+    body = SCRIPT.read_text().split("set -eu\n", 1)[1]
+    assert body.strip() in [textwrap.dedent(block).strip() for block in blocks]
+
+
+def pins_of_this_environment(path: Path) -> Path:
+    """Every distribution installed here at its version, but this project: the new environment
+    gets what the matrix tested, and only what the wheel and the sidecar depend on."""
+    pins = sorted(
+        f"{dist.metadata['Name']}=={dist.version}"
+        for dist in metadata.distributions()
+        if dist.metadata["Name"] and dist.metadata["Name"].lower() != "django-craft-apps"
+    )
+    path.write_text("\n".join(pins) + "\n")
+    return path
+
+
+def install(python: Path, wheel: Path, constraints: Path) -> None:
+    """Offline from the wheelhouse; after downloading into it when something is missing."""
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+    wanted = [str(wheel), "drf-spectacular-sidecar", "-c", str(constraints)]
+    offline = [*pip, "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE), *wanted]
+    if subprocess.run(offline, capture_output=True).returncode == 0:
+        return
+    run([*pip, "download", "--quiet", "--dest", str(WHEELHOUSE), *wanted])
+    for ours in WHEELHOUSE.glob("django_craft_apps-*"):
+        ours.unlink()  # the wheel under test is always named by its path
+    run(offline)
+
+
+@pytest.fixture
+def new_site(built: Built, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A fresh environment with the wheel, and a startproject site with the script applied."""
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    python = venv / "bin" / "python"
+    install(python, built.wheel, pins_of_this_environment(tmp_path / "pins.txt"))
+    site = tmp_path / "site"
+    site.mkdir()
+    run([str(venv / "bin" / "django-admin"), "startproject", "mysite", str(site)])
+    run(["sh", str(SCRIPT)], cwd=site)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "CRAFT_APPS_", "PYTHON"))
+    }
+    yield python, env | {"PWD": str(site)}
+
+
+def test_the_readme_install_gives_a_new_site_the_endpoint_and_offline_docs(
+    new_site: tuple[Path, dict[str, str]],
+):
+    python, env = new_site
+    site = Path(env["PWD"])
+    where = run([str(python), "-c", "import craft_apps; print(craft_apps.__file__)"], cwd=site, env=env)
+    assert where.stdout.startswith(str(python.parent.parent)), "craft_apps comes from the wheel"
+
+    deploy = run([str(python), "manage.py", "check", "--deploy"], cwd=site, env=env)
+    report = deploy.stdout + deploy.stderr
+    assert "(craft_apps." not in report and "(drf_spectacular." not in report, report
+    ours = run(
+        [str(python), "manage.py", "check", "--deploy", "--tag", "craft_apps", "--fail-level", "WARNING"],
+        cwd=site,
+        env=env,
+    )
+    assert "System check identified no issues" in ours.stdout
+    assert (site / "var" / "craft_apps").is_dir(), "the state directory's default, under BASE_DIR"
+
+    port = free_port()
+    server = subprocess.Popen(
+        [str(python), "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
+        cwd=site,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    site_url = f"http://127.0.0.1:{port}"
+
+    def fetch(path: str) -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(site_url + path, timeout=10) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read()
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                status, body = fetch("/v1/craft_apps/release_info")
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
+                assert time.monotonic() < deadline, "runserver didn't answer within 30 s"
+                time.sleep(0.1)
+        answer = json.loads(body)
+        assert status == 200 and answer["success"] is True
+        assert len(answer["release_info"]["apps"]) == 13
+        check_offline(fetch, site_url, "/api/docs/")
+        check_offline(fetch, site_url, "/api/redoc/")
+        status, schema = fetch("/api/schema/")
+        assert status == 200 and b"GetCraftAppsReleaseInfoResponse" in schema
+    finally:
+        server.terminate()
+        server.wait(10)
