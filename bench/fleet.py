@@ -42,7 +42,7 @@ from bench.fleet_metrics import Propagation, RecordingStateStore, ServedLog
 from bench.redis_counting import RedisCounter, command_stats, counted_client
 from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import max_in_window
-from bench.virtual_time import HostClock, HostKilled, Simulation
+from bench.virtual_time import VIRTUAL_CLOCK_LEASE, HostClock, HostKilled, Simulation
 from craft_apps.api.refresh import request_refresh
 from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
@@ -53,14 +53,14 @@ from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import FetchOutcome, GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
+from craft_apps.polling.loop import PollingLoop
+from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
 from craft_apps.polling.schedule import (
     CLOCK_SKEW_MARGIN_MS,
     MIN_REQUEST_GAP_MS,
     TICK_MS,
-    startup_delay_ms,
-    tick_delay_ms,
 )
+from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
@@ -204,10 +204,19 @@ class CountingWakeUps(WakeUps):
         super().__init__(*args, **kwargs)
         self.stats = stats
         self.counter = counter
+        self._tick_start = (0, 0, 0)
+
+    def since_tick_start(self) -> tuple[int, int, int]:
+        """Round trips, bytes sent and commands since the look before the current tick."""
+        trips, sent, commands = self._tick_start
+        counter = self.counter
+        return counter.round_trips - trips, counter.bytes - sent, counter.commands - commands
 
     def look(self, *, at_tick: bool = False) -> bool:
-        if at_tick:
-            return super().look(at_tick=True)
+        if at_tick:  # the loop's look just before its tick: what follows is the tick's cost
+            news = super().look(at_tick=True)
+            self._tick_start = (self.counter.round_trips, self.counter.bytes, self.counter.commands)
+            return news
         trips, sent = self.counter.round_trips, self.counter.bytes
         news = super().look()
         self.stats.looks += 1
@@ -467,7 +476,7 @@ def _host_body(
         store = RecordingStateStore(state_dir, host=host.name, log=log, now_ms=now_ms)
         host.store = store
         store.open_for_writing()
-        lease = Lease(store, holder=host.name, clock=clock)
+        lease = Lease(store, holder=host.name, clock=clock, timing=VIRTUAL_CLOCK_LEASE)
         if not lease.try_acquire() or lease.fence is None:
             raise RuntimeError(f"{host.name} could not take its own lease")
         session = requests.Session()
@@ -496,18 +505,12 @@ def _host_body(
             stats=stats,
             counter=host.counter,
         )
-        poller.load_host_state()
-        poller.warm_start()
-        if not clock.sleep(startup_delay_ms(clock.random()) / 1000):
-            return
-        while True:
-            wakeups.look(at_tick=True)
-            trips, sent, commands = host.counter.round_trips, host.counter.bytes, host.counter.commands
-            report = poller.tick()
-            used, used_bytes = host.counter.round_trips - trips, host.counter.bytes - sent
+
+        def count_tick(report: TickReport) -> None:
+            used, used_bytes, commands = wakeups.since_tick_start()
             stats.ticks += 1
             stats.tick_round_trips += used
-            stats.tick_commands += host.counter.commands - commands
+            stats.tick_commands += commands
             stats.max_round_trips = max(stats.max_round_trips, used)
             if report.round.requests() == 0:
                 stats.idle_ticks += 1
@@ -516,8 +519,11 @@ def _host_body(
                 if used == 1:
                     stats.quiet_ticks += 1
                     stats.quiet_bytes += used_bytes
-            if not wakeups.wait(tick_delay_ms(clock.random()) / 1000):
-                return
+
+        # The production loop (lease renewal, wake-ups, tally, step-down rules) on this host's clock.
+        PollingLoop(
+            poller, wakeups, lease=lease, tally=Tally(store, clock), clock=clock, on_tick=count_tick
+        ).run()
 
     return body
 

@@ -1,10 +1,11 @@
 """One poller's footprint: memory over many rounds, and the cost of an idle tick.
 
 A real ``Poller`` with coordination (its own state file, a counting client on a real
-redis-server, the GitHub stand-in on the same virtual clock) ticks every 30 s of virtual time
-for ``rounds`` ticks; over that span every app is revalidated each interval, so the rounds
-include real requests, 304s and shared writes. Resident memory (VmRSS, after a garbage
-collection) is read after 10% of the rounds and at the end: no growth is the target. Then, with
+redis-server, the GitHub stand-in on the same virtual clock) runs in the production loop
+(``polling.loop``: lease renewal, one-second looks, tally) for ``rounds`` ticks 30 s apart;
+over that span every app is revalidated each interval, so the rounds include real requests,
+304s and shared writes. Resident memory (VmRSS, after a garbage collection) is read after 10%
+of the rounds and at the end: no growth is the target. Then, with
 everything fresh, ``idle_ticks`` ticks that have nothing to do measure the CPU time of an idle
 tick, its Redis round trips (target: one) and bytes (target: 2 KB) from the client, and its
 commands as Redis counted them; beside them, the bytes of the whole-hash read idle ticks made
@@ -34,6 +35,7 @@ import redis
 from bench.redis_counting import RedisCounter, command_stats, counted_client
 from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import percentile
+from bench.virtual_time import VIRTUAL_CLOCK_LEASE
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.options import HEALTH_CHECK_INTERVAL_SECS
@@ -42,8 +44,10 @@ from craft_apps.github.client import GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
-from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.polling.loop import PollingLoop
+from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.schedule import tick_delay_ms
+from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
@@ -135,12 +139,12 @@ def leased_poller(
     clock: QuietClock,
     stand_in: FakeGitHub,
     client: redis.Redis,
-) -> tuple[Poller, GitHubClient, StateStore]:
+) -> tuple[Poller, GitHubClient, StateStore, Lease]:
     """A coordinated poller holding the lease of its own state file, asking the stand-in; with
-    its GitHub client and state store, to close."""
+    its GitHub client and state store, to close, and its lease."""
     store = StateStore(state_dir)
     store.open_for_writing()
-    lease = Lease(store, holder=name, clock=clock)
+    lease = Lease(store, holder=name, clock=clock, timing=VIRTUAL_CLOCK_LEASE)
     if not lease.try_acquire() or lease.fence is None:
         raise RuntimeError("could not take the lease")
     github = GitHubClient(api_url=stand_in.url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock)
@@ -152,7 +156,7 @@ def leased_poller(
         clock=clock,
         shared=SharedStore(client, hostname=name),
     )
-    return poller, github, store
+    return poller, github, store, lease
 
 
 def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> FootprintReport:
@@ -161,24 +165,46 @@ def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> Footp
     client = counted_client(redis_port, counter)
     admin = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=10)
     with FakeGitHub(now=lambda: clock.now_ms() / 1000).load_demo() as stand_in, WarningCounter() as warnings:
-        poller, github, store = leased_poller(
+        poller, github, store, lease = leased_poller(
             "footprint", workdir / "state", options, clock, stand_in, client
         )
-        poller.load_host_state()
-        poller.warm_start()
+        marks = HostDueMarks(workdir / "state")
         early_round = max(1, options.rounds // 10)
+        span: list[int] = []  # what measure() read in the current span
+        asked = round_number = 0
+        measure: Callable[[], int] = resident_kib
 
-        def rounds(measure: Callable[[], int]) -> tuple[int, int, int]:
-            """``options.rounds`` ticks; ``measure()`` after the early round and at the end."""
-            early = asked = 0
-            for round_number in range(1, options.rounds + 1):
-                poller.tick()
-                asked += len(stand_in.requests)
-                stand_in.reset_requests()  # the stand-in's record is not the poller's memory
-                if round_number == early_round:
-                    early = measure()
-                clock.advance(tick_delay_ms(clock.random()) / 1000)
-            return early, measure(), asked
+        def after_tick(report: TickReport) -> None:
+            """Counts the span's rounds; ``measure()`` after the early round and at the end."""
+            nonlocal asked, round_number
+            round_number += 1
+            asked += len(stand_in.requests)
+            stand_in.reset_requests()  # the stand-in's record is not the poller's memory
+            if round_number in (early_round, options.rounds):
+                span.append(measure())
+            if round_number == options.rounds:
+                loop.stop.set()  # after this round's tally and wait, as in production
+
+        # The production loop (wake-up looks, lease renewal, tally) on the virtual clock.
+        loop = PollingLoop(
+            poller,
+            WakeUps(poller, clock, host_marks=marks, shared_marks=SharedDueMarks(client)),
+            lease=lease,
+            tally=Tally(store, clock),
+            clock=clock,
+            startup_delay=False,
+            on_tick=after_tick,
+        )
+
+        def rounds(measuring: Callable[[], int]) -> tuple[int, int, int]:
+            """``options.rounds`` turns of the loop; ``measuring()`` after the early round and at the end."""
+            nonlocal asked, round_number, measure
+            span.clear()
+            asked = round_number = 0
+            measure = measuring
+            loop.stop.clear()
+            loop.run()
+            return span[0], span[-1], asked
 
         rss_early, rss_end, requests = rounds(resident_kib)
         # A second span of rounds for the Python heap: tracing would inflate resident memory.
@@ -210,6 +236,7 @@ def _measure(options: FootprintOptions, workdir: Path, redis_port: int) -> Footp
         tick_received = counter.bytes_received - received_before
         whole_hashes = whole_hash_read_bytes(client, counter, poller)
         looks = measure_looks(options, poller, clock, client, counter, workdir / "state")
+        marks.close()
         github.close()
         store.close()
     client.close()
@@ -303,7 +330,7 @@ def health_check_effect(options: FootprintOptions, workdir: Path, redis_port: in
     rng = random.Random(1)
     with FakeGitHub(now=lambda: clock.now_ms() / 1000).load_demo() as stand_in:
         state_dir = workdir / "health-check-state"
-        poller, github, store = leased_poller("health-check", state_dir, options, clock, stand_in, client)
+        poller, github, store, _ = leased_poller("health-check", state_dir, options, clock, stand_in, client)
         poller.tick()  # everything fetched: the ticks below are idle
         sent = counter.round_trips
         for _ in range(options.health_check_ticks):

@@ -22,6 +22,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from craft_apps.domain import LeaseTiming
+
+# The production loop renews its lease at each tick; between ticks a keeper thread does, which
+# a virtual clock can't drive. A lease that outlives any wait between ticks stands in for it.
+VIRTUAL_CLOCK_LEASE = LeaseTiming(ttl_ms=3_600_000)
+
 
 class HostKilled(BaseException):
     """Raised inside a host to make it vanish at once, like a SIGKILL: nothing runs after it."""

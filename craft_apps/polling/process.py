@@ -1,4 +1,4 @@
-"""The poller process: configuration, the lease, the loop and a clean stop.
+"""The poller process: the lease, standing by and a clean stop (the loop is ``polling.loop``).
 
 One active poller per state directory: the runner waits as a standby until it holds the lease,
 polls while it holds it, and steps down to standby when it learns (a refused fenced write, a
@@ -23,15 +23,13 @@ from django.db import close_old_connections
 from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
 from craft_apps.domain import LeaseTiming
-from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore
-from craft_apps.github.client import GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease, LeaseKeeper
-from craft_apps.host.store import StateStore, StateUnavailable
+from craft_apps.host.store import StateUnavailable
+from craft_apps.polling.loop import PollerParts, PollingLoop, build_poller_parts
 from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
-from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
 from craft_apps.polling.tally import EXIT_STALE, Tally, stale_after_trouble
 from craft_apps.polling.wakeup import WakeUps
 
@@ -75,26 +73,18 @@ class PollerRunner:
 
     def run(self) -> int:
         """Polls until stopped (or one round with ``once``). Returns the exit status."""
-        config = PollConfig(
-            apps=app_settings.APPS,
-            interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
-            max_backoff_ms=app_settings.MAX_BACKOFF_SECS * 1000,
-            web_url=app_settings.GITHUB_WEB_URL,
-        )
-        timing = self.options.lease_timing or app_settings.LEASE_TIMING
-        host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)
         try:
-            host.open_for_writing()
+            parts = build_poller_parts(
+                self.clock,
+                lease_timing=self.options.lease_timing,
+                hostname=self.options.hostname,
+                github=self._github,
+                shared=self._shared,
+            )
         except StateUnavailable as err:
             logger.error("Craft app releases: can't use the state file: %s", err)
             return EXIT_STATE_UNUSABLE
-        github = self._github or GitHubClient(
-            api_url=app_settings.GITHUB_API_URL,
-            web_url=app_settings.GITHUB_WEB_URL,
-            token=app_settings.GITHUB_TOKEN,
-            clock=self.clock,
-        )
-        shared = self._shared or self._shared_store()
+        config, host, github, shared = parts.config, parts.host, parts.github, parts.shared
         logger.info(
             "Polling GitHub for %d craft app releases, each at most every %d s "
             "(GitHub token: %s; coordinated through Redis: %s; state: %s).",
@@ -105,7 +95,7 @@ class PollerRunner:
             host.path,
         )
         holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self.lease = Lease(host, holder=holder, clock=self.clock, timing=timing)
+        self.lease = Lease(host, holder=holder, clock=self.clock, timing=parts.timing)
         self.tally = Tally(host, self.clock)
         try:
             at_start = True
@@ -113,7 +103,7 @@ class PollerRunner:
                 if not self._acquire(at_start):
                     return EXIT_OK
                 at_start = False
-                self._hold(config, github, host, shared)
+                self._hold(parts)
                 if self.options.once:
                     return self._once_status(config)
             return EXIT_OK
@@ -162,21 +152,19 @@ class PollerRunner:
             current = None
         return current[0] if current else "another process"
 
-    def _hold(
-        self, config: PollConfig, github: ReleaseSource, host: StateStore, shared: SharedStore | None
-    ) -> None:
+    def _hold(self, parts: PollerParts) -> None:
         """Polls while this process holds the lease."""
-        lease = self.lease
-        assert lease is not None and lease.fence is not None
+        lease, tally, shared = self.lease, self.tally, parts.shared
+        assert lease is not None and lease.fence is not None and tally is not None
         keeper = None
         if self.options.keep_lease_in_background:
             keeper = LeaseKeeper(lease, on_lost=lambda: logger.error("Craft app releases: lease lost."))
             keeper.start()
         try:
             poller = Poller(
-                config=config,
-                github=github,
-                host=host,
+                config=parts.config,
+                github=parts.github,
+                host=parts.host,
                 fence=lease.fence,
                 clock=self.clock,
                 shared=shared,
@@ -186,37 +174,27 @@ class PollerRunner:
             wakeups = WakeUps(
                 poller,
                 self.clock,
-                host_marks=HostDueMarks(host.state_dir),
+                host_marks=HostDueMarks(parts.host.state_dir),
                 shared_marks=None
                 if shared is None
                 else SharedDueMarks(shared.client, key_prefix=shared.key_prefix),
             )
-            poller.load_host_state()
-            lease.keep_file_with(poller.held_state)  # a deleted file is made anew from it
-            if poller.warm_start():
-                logger.info("Craft app releases: took the fleet's releases from Redis at start-up.")
-            spread = self.options.startup_delay and not self.options.once
-            if spread and not self.clock.sleep(startup_delay_ms(self.clock.random()) / 1000):
-                return
-            while not self.stop.is_set():
-                close_old_connections()
-                if not lease.renew_if_due():
-                    logger.error("Craft app releases: lost the lease; standing by.")
-                    return
-                wakeups.look(at_tick=True)
-                self.last_report = poller.tick()
-                assert self.tally is not None
-                self.tally.after_tick(self.last_report, poller, github)
-                if poller.fence_lost:
-                    logger.error("Craft app releases: stepping down; another poller holds the lease.")
-                    return
-                if not lease.is_held():  # lost during the round: don't wait a tick to say so
-                    logger.error("Craft app releases: lost the lease; standing by.")
-                    return
-                if self.options.once or not wakeups.wait(tick_delay_ms(self.clock.random()) / 1000):
-                    return
+            loop = PollingLoop(
+                poller,
+                wakeups,
+                lease=lease,
+                tally=tally,
+                clock=self.clock,
+                stop=self.stop,
+                once=self.options.once,
+                startup_delay=self.options.startup_delay,
+                before_tick=close_old_connections,  # Django's: drop connections past their age
+            )
+            try:
+                loop.run()
+            finally:
+                self.last_report = loop.last_report or self.last_report
         finally:
-            lease.keep_file_with(None)
             if keeper is not None:
                 keeper.stop()
 
@@ -240,15 +218,3 @@ class PollerRunner:
             ", ".join(stale),
         )
         return EXIT_STALE
-
-    def _shared_store(self) -> SharedStore | None:
-        if not app_settings.COORDINATION_ENABLED:
-            return None
-        client = poller_redis_client(app_settings.REDIS_ALIAS)
-        if client is None:
-            return None
-        return SharedStore(
-            client,
-            hostname=self.options.hostname or socket.gethostname(),
-            key_prefix=app_settings.REDIS_KEY_PREFIX,
-        )

@@ -1,0 +1,146 @@
+"""The poller's loop while it holds the lease, apart from how the process is put together.
+
+``build_poller_parts`` reads the settings and makes what a poller process polls with (the state
+file, the GitHub client, the shared store, the timing); ``PollingLoop`` runs one custody of the
+lease: load the host's state, warm start, an optional startup delay, then tick after tick with
+the lease renewed, refresh wake-ups taken, each tick tallied and the step-down rules applied.
+The process (``craft_apps.polling.process``), the benchmarks and the tests all run this loop, so
+what they measure and assert is what runs in production.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from craft_apps.clock import Clock
+from craft_apps.conf import app_settings
+from craft_apps.domain import LeaseTiming
+from craft_apps.fleet.connection import poller_redis_client
+from craft_apps.fleet.store import SharedStore
+from craft_apps.github.client import GitHubClient
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
+from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
+from craft_apps.polling.tally import Tally
+from craft_apps.polling.wakeup import WakeUps
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class PollerParts:
+    """What a poller process polls with, made from the settings."""
+
+    config: PollConfig
+    timing: LeaseTiming
+    host: StateStore  # opened for writing
+    github: ReleaseSource
+    shared: SharedStore | None  # None: polling alone
+
+
+def build_poller_parts(
+    clock: Clock,
+    *,
+    lease_timing: LeaseTiming | None = None,
+    hostname: str | None = None,
+    github: ReleaseSource | None = None,
+    shared: SharedStore | None = None,
+) -> PollerParts:
+    """The settings' parts, with ``github`` and ``shared`` used instead of the settings' when
+    given. Raises ``StateUnavailable`` when the state file can't be opened for writing."""
+    config = PollConfig(
+        apps=app_settings.APPS,
+        interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
+        max_backoff_ms=app_settings.MAX_BACKOFF_SECS * 1000,
+        web_url=app_settings.GITHUB_WEB_URL,
+    )
+    timing = lease_timing or app_settings.LEASE_TIMING
+    host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)
+    host.open_for_writing()
+    github = github or GitHubClient(
+        api_url=app_settings.GITHUB_API_URL,
+        web_url=app_settings.GITHUB_WEB_URL,
+        token=app_settings.GITHUB_TOKEN,
+        clock=clock,
+    )
+    return PollerParts(config, timing, host, github, shared or _shared_store(hostname))
+
+
+def _shared_store(hostname: str | None) -> SharedStore | None:
+    if not app_settings.COORDINATION_ENABLED:
+        return None
+    client = poller_redis_client(app_settings.REDIS_ALIAS)
+    if client is None:
+        return None
+    return SharedStore(
+        client,
+        hostname=hostname or socket.gethostname(),
+        key_prefix=app_settings.REDIS_KEY_PREFIX,
+    )
+
+
+class PollingLoop:
+    """Polls while ``lease`` is held: returns when asked to stop, after one round with ``once``,
+    or when the lease is lost or another poller's fenced write refused ours (logged)."""
+
+    def __init__(
+        self,
+        poller: Poller,
+        wakeups: WakeUps,
+        *,
+        lease: Lease,
+        tally: Tally,
+        clock: Clock,
+        stop: threading.Event | None = None,
+        once: bool = False,
+        startup_delay: bool = True,
+        before_tick: Callable[[], None] | None = None,
+        on_tick: Callable[[TickReport], None] | None = None,
+    ) -> None:
+        self.poller = poller
+        self.wakeups = wakeups
+        self.lease = lease
+        self.tally = tally
+        self.clock = clock
+        self.stop = stop or threading.Event()
+        self.once = once
+        self.startup_delay = startup_delay and not once  # a single round has nothing to spread
+        self.before_tick = before_tick  # at the top of every turn, before the lease renewal
+        self.on_tick = on_tick  # right after each scheduled tick, before it is tallied
+        self.last_report: TickReport | None = None
+
+    def run(self) -> None:
+        poller, lease, clock = self.poller, self.lease, self.clock
+        poller.load_host_state()
+        lease.keep_file_with(poller.held_state)  # a deleted file is made anew from it
+        try:
+            if poller.warm_start():
+                logger.info("Craft app releases: took the fleet's releases from Redis at start-up.")
+            if self.startup_delay and not clock.sleep(startup_delay_ms(clock.random()) / 1000):
+                return
+            while not self.stop.is_set():
+                if self.before_tick is not None:
+                    self.before_tick()
+                if not lease.renew_if_due():
+                    logger.error("Craft app releases: lost the lease; standing by.")
+                    return
+                self.wakeups.look(at_tick=True)
+                report = self.last_report = poller.tick()
+                if self.on_tick is not None:
+                    self.on_tick(report)
+                self.tally.after_tick(report, poller, poller.github)
+                if poller.fence_lost:
+                    logger.error("Craft app releases: stepping down; another poller holds the lease.")
+                    return
+                if not lease.is_held():  # lost during the round: don't wait a tick to say so
+                    logger.error("Craft app releases: lost the lease; standing by.")
+                    return
+                if self.once or not self.wakeups.wait(tick_delay_ms(clock.random()) / 1000):
+                    return
+        finally:
+            lease.keep_file_with(None)
