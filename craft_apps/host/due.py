@@ -24,9 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from craft_apps.compat import sqlite_errorname
-from craft_apps.host.store import DB_FILENAME, FORMAT_VERSION, StateUnavailable
-from craft_apps.text import one_line
+from craft_apps.host.store import DB_FILENAME, FORMAT_VERSION, StateUnavailable, stat_state_file, unavailable
 
 DELIVERY_KEPT_MS = 24 * 3600 * 1000
 
@@ -173,17 +171,8 @@ class HostDueMarks:
     def _file_id(self) -> tuple[int, int, int] | None:
         """(device, inode, change time) of the file: a file made anew may reuse the inode number of
         the one deleted before it, but not its change time."""
-        try:
-            result = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        except OSError as err:
-            raise StateUnavailable(
-                f"craft_apps state file {self.path} cannot be read ({one_line(err.strerror)})"
-            ) from None
-        return (result.st_dev, result.st_ino, result.st_ctime_ns)
+        result = stat_state_file(self.path)
+        return None if result is None else (result.st_dev, result.st_ino, result.st_ctime_ns)
 
     def _unavailable(self, err: sqlite3.Error) -> StateUnavailable:
-        name = sqlite_errorname(err)
-        why = "is locked" if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) else "cannot be used"
-        return StateUnavailable(f"craft_apps state file {self.path} {why} ({one_line(err)})")
+        return unavailable(self.path, err)

@@ -508,16 +508,8 @@ class StateStore:
             held.db.close()
 
     def _file_id(self) -> tuple[int, int] | None:
-        try:
-            result = os.lstat(self.path)
-        except FileNotFoundError:
-            return None
-        except OSError as err:
-            raise StateUnavailable(
-                f"craft_apps state file {self.path} cannot be read ({one_line(err.strerror)})"
-            ) from None
-        _refuse_links(self.path, result)
-        return _stat_id(result)
+        result = stat_state_file(self.path)
+        return None if result is None else _stat_id(result)
 
     def _read_version(self, db: sqlite3.Connection) -> int | None:
         """The counter after checking the format; None for a blank database (not set up yet)."""
@@ -683,16 +675,36 @@ class StateStore:
         db.execute("UPDATE store_meta SET version = version + 1 WHERE id = 1")
 
     def _unavailable(self, err: sqlite3.Error) -> StateUnavailable:
-        name = sqlite_errorname(err)
-        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-            why = "is locked"
-        elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
-            why = "is corrupt"
-        elif name.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR")):
-            why = "cannot be written"  # read-only, disk full, an I/O error: the cause follows
-        else:
-            why = "cannot be used"
-        return StateUnavailable(f"craft_apps state file {self.path} {why} ({one_line(err)})")
+        return unavailable(self.path, err)
+
+
+def stat_state_file(path: Path) -> os.stat_result | None:
+    """The state file's ``lstat``; None when there is none. Raises StateUnavailable for a file
+    that can't be looked at or is a symbolic link (never followed)."""
+    try:
+        result = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as err:
+        raise StateUnavailable(
+            f"craft_apps state file {path} cannot be read ({one_line(err.strerror)})"
+        ) from None
+    _refuse_links(path, result)
+    return result
+
+
+def unavailable(path: Path, err: sqlite3.Error) -> StateUnavailable:
+    """An SQLite error on the state file as one line that names the file and the cause."""
+    name = sqlite_errorname(err)
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        why = "is locked"
+    elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
+        why = "is corrupt"
+    elif name.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR")):
+        why = "cannot be written"  # read-only, disk full, an I/O error: the cause follows
+    else:
+        why = "cannot be used"
+    return StateUnavailable(f"craft_apps state file {path} {why} ({one_line(err)})")
 
 
 @contextlib.contextmanager
