@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from craft_apps.compat import UTC
 from craft_apps.domain import (
     AppSpec,
@@ -25,6 +27,12 @@ from craft_apps.host.store import StateStore
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
+
+# Tests that load the machine hard (dozens of processes, a browser, a wheel build, a simulated
+# fleet) or hold real processes to a deadline of seconds run one at a time, on one xdist worker
+# (pytest runs with --dist loadgroup), beside the light tests: on two cores, a deadline test next
+# to a crowd of processes measured the crowd, not the code.
+ONE_AT_A_TIME = pytest.mark.xdist_group("one_at_a_time")
 
 SHA = "8a5edab282632443219e051e4ade2d1d5bbc671c781051bf1437897cbdfea0f1"
 

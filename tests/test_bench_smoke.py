@@ -24,6 +24,7 @@ from bench.report import FIGURES_END, FIGURES_START, rewrite_figures
 from bench.stats import max_in_window, percentile
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.domain import AppState, Release
+from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,6 +38,7 @@ TINY = [
 
 
 @pytest.mark.slow
+@ONE_AT_A_TIME
 def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     docs = tmp_path / "benchmarks.md"
     shutil.copy(ROOT / "docs" / "benchmarks.md", docs)
@@ -125,6 +127,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
 
 
+@ONE_AT_A_TIME
 def test_the_fleet_simulation_is_a_function_of_its_seed():
     options = FleetOptions(hosts=2, hours=1, releases=2, kill_hours=0, flood=0, big_hosts=0)
     first, second = (asdict(run_fleet_benchmark(options)) for _ in range(2))

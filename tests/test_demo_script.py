@@ -28,11 +28,12 @@ from craft_apps.testing.fake_github import FakeGitHub
 from tests.docs_pages import check_offline
 from tests.fleet.server import free_port
 from tests.polling.test_command import APPS
+from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_demo-token-never-shown"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 
 @dataclass

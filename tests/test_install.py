@@ -33,6 +33,7 @@ import pytest
 import craft_apps
 from tests.docs_pages import check_offline
 from tests.fleet.server import free_port
+from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "docs" / "install-example.sh"
@@ -41,7 +42,7 @@ NOT_COPIED = shutil.ignore_patterns(
     ".git", ".venv*", ".nox", "var", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 
 @dataclass

@@ -31,8 +31,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import free_port
+from tests.support import ONE_AT_A_TIME
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"

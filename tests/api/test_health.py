@@ -134,4 +134,4 @@ def test_it_never_touches_redis_even_when_redis_hangs(site: Path, client: Client
     poller_holding_the_lease(site, clock)
     started = time.monotonic()
     assert get(client)[0] == 200
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 2.5, "less than Redis's 3 s connect timeout"

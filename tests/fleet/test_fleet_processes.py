@@ -33,6 +33,7 @@ from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer, free_port
 from tests.fleet.silent_redis import SilentRedis
+from tests.support import ONE_AT_A_TIME
 
 S = 1000
 APPS = (
@@ -423,6 +424,7 @@ def test_after_a_flush_a_host_started_later_warms_up_with_every_app(
 
 
 @pytest.mark.slow
+@ONE_AT_A_TIME
 def test_five_hosts_ask_github_about_each_app_exactly_once(
     tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, capsys
 ):

@@ -26,13 +26,13 @@ from craft_apps.notices.models import Alert
 from tests.fleet.server import free_port
 from tests.notices.support import alert
 from tests.notices.tcp_proxy import TcpProxy
-from tests.support import publish
+from tests.support import ONE_AT_A_TIME, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 FETCHED_MS = 1_790_000_000_000
 ABOUT_A_SECOND = 1.6  # the once-a-second look, plus a loaded machine's request latency
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
 
 
 @dataclass(frozen=True)

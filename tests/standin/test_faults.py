@@ -100,7 +100,7 @@ def test_hang_never_answers_so_the_client_times_out(demo_github):
     with pytest.raises(requests.ReadTimeout):
         requests.get(latest_url(demo_github, PHOTOCRAFT), timeout=(1, 0.2))
 
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 5, "the read timeout, not the hang, ended it"
     (recorded,) = demo_github.requests
     assert (recorded.repo, recorded.status) == (PHOTOCRAFT, None)
 

@@ -1,18 +1,15 @@
 """``python manage.py poll_craft_releases``: keeps this host's release state fresh until stopped.
 
-The first SIGTERM or SIGINT lets the request in flight finish (for at most ``GRACE_S``) and exits
-0; a second exits at once. ``--once`` runs one round without the start-up delay and exits.
-Configuration errors stop it with a message naming the setting, before anything else happens.
+The first SIGTERM or SIGINT lets the request in flight finish (for at most 1.5 s) and exits 0; a
+second exits 130 at once (``polling.stopping``). ``--once`` runs one round without the start-up
+delay and exits. Configuration errors stop it with a message naming the setting, before anything
+else happens.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import sys
-import threading
-from types import FrameType
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -21,12 +18,10 @@ from craft_apps import __version__
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings, describe
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
+from craft_apps.polling.stopping import StopOnSignals
 from craft_apps.polling.tally import EXIT_STALE
 
 logger = logging.getLogger("craft_apps")
-
-GRACE_S = 1.5  # the request in flight may finish this long after the first stop signal
-EXIT_INTERRUPTED = 130
 
 _LEVELS = {0: logging.WARNING, 1: logging.INFO, 2: logging.DEBUG, 3: logging.DEBUG}
 
@@ -63,8 +58,8 @@ class Command(BaseCommand):
         runner = PollerRunner(
             options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"])
         )
-        _install_signal_handlers(runner)
-        status = runner.run()
+        with StopOnSignals(runner):
+            status = runner.run()
         if status == EXIT_STALE:
             raise CommandError(
                 "some apps are out of date after failed requests; see above.", returncode=status
@@ -83,38 +78,3 @@ def _configure_logging(verbosity: int) -> None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
-
-
-def _install_signal_handlers(runner: PollerRunner) -> None:
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        if runner.stop.is_set():
-            logger.warning("Second %s: exiting now.", signal.Signals(signum).name)
-            # This handler runs on the main thread, which may hold the lease's lock: release it
-            # from another thread and don't wait long for it.
-            releasing = threading.Thread(target=_release_and_exit, args=(runner, EXIT_INTERRUPTED))
-            releasing.daemon = True
-            releasing.start()
-            releasing.join(0.5)
-            os._exit(EXIT_INTERRUPTED)
-        logger.info(
-            "%s: stopping after the request in flight (a second signal exits at once).",
-            signal.Signals(signum).name,
-        )
-        runner.stop.set()
-        watchdog = threading.Timer(GRACE_S, _release_and_exit, args=(runner, EXIT_OK))
-        watchdog.daemon = True
-        watchdog.start()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-
-
-def _release_and_exit(runner: PollerRunner, status: int) -> None:
-    """Ends the process without waiting for the request in flight. SQLite transactions are
-    atomic, so an interrupted write is simply not there; the lease is expired in place first so
-    a standby takes over at once."""
-    if runner.lease is not None:
-        runner.note_stop()
-        runner.lease.release()
-    logging.shutdown()
-    os._exit(status)
