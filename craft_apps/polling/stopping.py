@@ -44,7 +44,7 @@ def _exit_now(status: int) -> NoReturn:
     os._exit(status)
 
 
-_DONE = 0  # written by ``restore``: the watching thread ends (no signal has the number 0)
+_DONE = 0  # written on leaving: the watching thread ends (no signal has the number 0)
 
 
 class StopOnSignals:
@@ -91,7 +91,7 @@ class StopOnSignals:
 
     def _watch(self) -> None:
         first = self._next(None)
-        if first == _DONE:
+        if first is None or first == _DONE:  # (no timeout: None never comes)
             return
         logger.info("%s: stopping after the request in flight (a second signal exits at once).", _name(first))
         self.runner.stop.set()
@@ -117,8 +117,8 @@ class StopOnSignals:
             self.runner.lease.release()
 
 
-def _name(number: int | None) -> str:
+def _name(number: int) -> str:
     try:
-        return signal.Signals(number or 0).name
+        return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
