@@ -24,7 +24,6 @@ from config.settings import (
     DEFAULT_AUTO_FIELD,
     INSTALLED_APPS,
     LOGGING,
-    MIDDLEWARE as DEMO_MIDDLEWARE,
     REST_FRAMEWORK,
     ROOT_URLCONF,
     SPECTACULAR_SETTINGS,
@@ -34,6 +33,9 @@ from config.settings import (
     USE_TZ,
     WHITENOISE_USE_FINDERS,
     WSGI_APPLICATION,
+)
+from config.settings import (
+    MIDDLEWARE as DEMO_MIDDLEWARE,
 )
 
 __all__ = [

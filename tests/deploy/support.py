@@ -16,6 +16,7 @@ import psycopg
 import pytest
 import yaml
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBERNETES = ROOT / "config" / "kubernetes"
@@ -86,7 +87,12 @@ def postgres_server() -> dict[str, str]:
             "user": db["USER"] or "postgres",
             "password": db["PASSWORD"] or "",
         }
-    return {"host": "127.0.0.1", "port": "5432", "user": os.environ.get("DJANGO_DB_USER", "postgres"), "password": ""}
+    return {
+        "host": "127.0.0.1",
+        "port": "5432",
+        "user": os.environ.get("DJANGO_DB_USER", "postgres"),
+        "password": "",
+    }
 
 
 @contextmanager
@@ -95,7 +101,9 @@ def postgres_database() -> Iterator[str]:
     server = postgres_server()
     name = f"craft_apps_deploy_{uuid.uuid4().hex[:12]}"
     try:
-        admin = psycopg.connect(dbname="postgres", autocommit=True, connect_timeout=5, **server)
+        admin = psycopg.connect(
+            make_conninfo(dbname="postgres", connect_timeout=5, **server), autocommit=True
+        )
     except psycopg.OperationalError as err:
         pytest.fail(
             f"PostgreSQL is needed at {server['host']}:{server['port']} (`source .ci/postgres` starts "
