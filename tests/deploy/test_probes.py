@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -240,3 +241,41 @@ def test_the_pollers_liveness_command_passes_in_the_running_pod(running_pod: Run
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def slow_bodies(port: int, count: int) -> list[socket.socket]:
+    """``count`` webhook deliveries that send their headers and the first byte of the body only."""
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        sock.sendall(
+            b"POST /v1/craft_apps/github_webhook HTTP/1.1\r\nHost: localhost\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"
+        )
+        held.append(sock)
+    return held
+
+
+def test_slow_bodies_hold_nginx_not_the_sync_workers(running_pod: Running):
+    """As many slow bodies as the pod has workers: through nginx the probe still answers; sent to
+    gunicorn itself (which the pod doesn't expose) they hold every worker."""
+    web = containers()["web"]
+    workers = int(web["command"][web["command"].index("--workers") + 1])
+    path, _, host = probe_request(web["livenessProbe"])
+    assert until_answered(running_pod.nginx_port, path, host)[0] == 200, running_pod.processes.output()
+    held = slow_bodies(running_pod.nginx_port, workers * 2)
+    try:
+        assert get(running_pod.nginx_port, path, host)[0] == 200, "nginx holds the bodies"
+    finally:
+        for sock in held:
+            sock.close()
+    held = slow_bodies(running_pod.gunicorn_port, workers)
+    try:
+        with pytest.raises(TimeoutError):
+            connection = http.client.HTTPConnection("127.0.0.1", running_pod.gunicorn_port, timeout=2)
+            connection.request("GET", path, headers={"Host": host})
+            connection.getresponse()
+    finally:
+        for sock in held:
+            sock.close()
+    assert until_answered(running_pod.gunicorn_port, path, host)[0] == 200, "the workers come back"
