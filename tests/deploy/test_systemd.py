@@ -3,7 +3,6 @@ scores well offline, and the poller unit's command, run as the unit would run it
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import shutil
@@ -13,13 +12,23 @@ from pathlib import Path
 
 import pytest
 
+from config.environment import PLACEHOLDER_SECRET_KEY
 from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
+from tests.deploy.support import (
+    NGINX_SITE,
+    containers,
+    environment_of,
+    outside_environment,
+    postgres_database,
+    strong_secret_key,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 UNITS = ROOT / "config" / "systemd"
+ENV_EXAMPLE = UNITS / "craft-apps.env.example"
 NAMES = ("craft-apps-web.service", "craft-apps-poller.service")
 PREFIX = "/srv/craft_apps"
 HARDENING = {
@@ -33,6 +42,12 @@ HARDENING = {
 }
 
 pytestmark = pytest.mark.slow
+
+
+def env_file(path: Path) -> dict[str, str]:
+    """KEY=value lines as systemd's EnvironmentFile= reads them (the example has no quoting)."""
+    lines = [line.strip() for line in path.read_text().splitlines()]
+    return dict(line.partition("=")[::2] for line in lines if line and not line.startswith("#"))
 
 
 def service_section(path: Path) -> list[tuple[str, str]]:
@@ -109,11 +124,22 @@ def test_both_are_hardened_and_share_the_state_directory_as_one_user(name: str, 
 
 
 def test_the_poller_units_command_polls_as_the_unit_runs_it(tmp_path: Path, installed: Path):
-    """ExecStart in WorkingDirectory with the unit's Environment= (%S the state root), plus --once."""
+    """ExecStart in WorkingDirectory with the environment file and the unit's Environment= (%S the
+    state root), plus --once."""
+    with postgres_database() as database_url:
+        poll_as_the_unit(tmp_path, installed, database_url)
+
+
+def poll_as_the_unit(tmp_path: Path, installed: Path, database_url: str) -> None:
     settings = service_section(installed / NAMES[1])
     values = dict(settings)
+    assert values["EnvironmentFile"] == "/etc/craft_apps/env"
     state_root = tmp_path / "var-lib"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
+    env = outside_environment()
+    env.update(env_file(ENV_EXAMPLE))  # the example filled in: a real key and database, no Redis
+    del env["CRAFT_APPS_REDIS_URL"]
+    env["DJANGO_SECRET_KEY"] = strong_secret_key()
+    env["DATABASE_URL"] = database_url
     for key, value in settings:
         if key == "Environment":
             name, _, text = value.partition("=")
@@ -133,3 +159,21 @@ def test_the_poller_units_command_polls_as_the_unit_runs_it(tmp_path: Path, inst
         )
     assert done.returncode == 0, done.stderr
     assert (state_root / "craft_apps" / "craft_apps_state.sqlite3").exists()
+
+
+def test_both_units_run_the_production_settings_and_the_env_file_names_what_the_secret_does():
+    for name in NAMES:
+        assert ("Environment", "DJANGO_SETTINGS_MODULE=config.production") in service_section(UNITS / name)
+    example = env_file(ENV_EXAMPLE)
+    assert example["DJANGO_SECRET_KEY"] == PLACEHOLDER_SECRET_KEY, "a placeholder the settings refuse"
+    assert example["DATABASE_URL"].startswith("postgresql://"), "one site database for every host"
+    # What the pod's ConfigMap and Secret give, but for what the units' Environment= lines set.
+    in_the_units = {"DJANGO_SETTINGS_MODULE", "CRAFT_APPS_STATE_DIR", "PROMETHEUS_MULTIPROC_DIR"}
+    assert set(example) == set(environment_of(containers()["web"])) - in_the_units
+
+
+def test_gunicorn_listens_on_loopback_only_behind_the_hosts_nginx():
+    exec_start = shlex.split(dict(service_section(UNITS / NAMES[0]))["ExecStart"])
+    bind = exec_start[exec_start.index("--bind") + 1]
+    assert bind == "127.0.0.1:8000"
+    assert f"proxy_pass http://{bind};" in NGINX_SITE.read_text()
