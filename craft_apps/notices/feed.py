@@ -15,8 +15,9 @@ Only a process that has never read the database waits, on its first requests and
 answer when the database answers at once.
 
 If the database can't be read, the process keeps serving what it had (nothing, if it never
-read it), logs one line when the trouble starts and one when it ends, counts each failed look
-(``LOOK_FAILURES``) and tries again a second after each attempt ends.
+read it), logs one line when the trouble starts (a look failed, or is still running after
+``LOOK_STALLED_S``: a lock, a slow server) and one when it ends, counts each failed or stalled
+look (``LOOK_FAILURES``) and tries again a second after each attempt ends.
 
 At most ``items.MAX_SERVED_PER_KIND`` items of each kind are served (the newest) and loaded
 (``load_scheduled``); how many are left out is logged once when it changes and kept in
@@ -48,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 RECHECK_S = 1.0  # a look starts at most this long after the last one ended: an edit shows within it
 FIRST_LOOK_WAIT_S = 0.5  # what a process that never read the database waits for it, in all
+LOOK_STALLED_S = 3.0  # a look still running this long is logged, as a failure is
 
 # Registered by the metrics endpoint (craft_apps.api.metrics), in each web process.
 LOOK_FAILURES = Counter(
@@ -166,8 +168,10 @@ class NoticesFeed:
         clock: Clock | None = None,
         runner: Runner | None = None,
         first_look_wait_s: float = FIRST_LOOK_WAIT_S,
+        stalled_s: float = LOOK_STALLED_S,
     ) -> None:
         self.recheck_s = recheck_s
+        self.stalled_s = stalled_s
         self.first_look_wait_s = first_look_wait_s
         self._monotonic = monotonic
         self._clock: Clock = clock or SystemClock()
@@ -216,12 +220,26 @@ class NoticesFeed:
         with self._lock:
             if self._pid != os.getpid():  # a forked child: the parent's look isn't running here
                 self._pid, self._looking = os.getpid(), False
-            if self._looking or self._monotonic() < self._next_look:
+            if self._monotonic() < self._next_look:
                 return
-            self._looking, self._next_look = True, float("inf")
+            if self._looking:  # the look in flight is past LOOK_STALLED_S
+                self._next_look = float("inf")
+                stalled, self._failing = not self._failing, True
+            else:
+                stalled = False
+                self._looking, self._next_look = True, self._monotonic() + self.stalled_s
             if self._wait_until is None:
                 self._wait_until = self._monotonic() + self.first_look_wait_s
             generation = self._generation
+        if stalled:
+            LOOK_FAILURES.labels("stalled").inc()
+            logger.warning(
+                "Craft apps notices: the database hasn't answered for %g s; serving the last %d "
+                "notices and renames this process had until it does",
+                self.stalled_s,
+                self._kept(),
+            )
+            return
         try:
             self._runner(lambda: self._look(generation))
         except Exception as err:  # no thread to be had: try again at the next recheck
@@ -270,15 +288,17 @@ class NoticesFeed:
         if failing_before:
             return
         reason = one_line(f"{type(failure).__name__}: {failure}", 300)
-        scheduled = self._scheduled
-        kept = len(scheduled.served(ms_to_datetime(self._clock.now_ms()))) if scheduled else 0
         logger.warning(
             "Craft apps notices: the database can't be read (%s); serving the last %d "
             "notices and renames this process had, trying again %g s after each attempt",
             reason,
-            kept,
+            self._kept(),
             self.recheck_s,
         )
+
+    def _kept(self) -> int:
+        scheduled = self._scheduled
+        return len(scheduled.served(ms_to_datetime(self._clock.now_ms()))) if scheduled else 0
 
     def _report_left_out(self, left_out: int) -> None:
         LEFT_OUT.set(left_out)
