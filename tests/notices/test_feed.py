@@ -4,10 +4,13 @@ database can't be read."""
 
 from __future__ import annotations
 
+import io
+import json
 import logging
 from collections.abc import Callable
 
 import pytest
+from django.core.management import call_command
 
 from craft_apps.notices.feed import LEFT_OUT, NoticesFeed
 from craft_apps.notices.items import MAX_SERVED_PER_KIND
@@ -251,3 +254,26 @@ def test_upcoming_items_past_the_bound_open_in_their_turn(
     served = titles(feed)
     assert served[0] == f"soon {MAX_SERVED_PER_KIND + 2}"
     assert len(served) == MAX_SERVED_PER_KIND
+
+
+def test_craft_apps_status_says_how_many_are_served_and_left_out(settings, state_dir, fake_clock: FakeClock):
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": "photocraft=PhotoCraft=storytold/photocraft"}
+    Alert.objects.bulk_create(
+        [Alert(title=f"a{n}", body="b", published=True, visible_from=ago(100 + n)) for n in range(MAX_SERVED_PER_KIND + 2)]
+    )
+    announcement()
+    out = io.StringIO()
+    call_command("craft_apps_status", stdout=out)
+    [line] = [line for line in out.getvalue().splitlines() if line.startswith("notices")]
+    assert line.split(None, 1)[1] == (
+        f"{MAX_SERVED_PER_KIND + 1} renames and notices served now; 2 more left out by the bound "
+        f"({MAX_SERVED_PER_KIND} of each kind, the newest)"
+    )
+    out = io.StringIO()
+    call_command("craft_apps_status", "--json", stdout=out)
+    assert json.loads(out.getvalue())["notices"] == {
+        "problem": None,
+        "served": MAX_SERVED_PER_KIND + 1,
+        "left_out": 2,
+        "max_per_kind": MAX_SERVED_PER_KIND,
+    }
