@@ -136,7 +136,9 @@ class BackgroundLooker:
             if self._pid != os.getpid():
                 self._pid = os.getpid()
                 self._wake = threading.Event()
-                threading.Thread(target=self._run, args=(self._wake,), name="craft-apps-notices", daemon=True).start()
+                threading.Thread(
+                    target=self._run, args=(self._wake,), name="craft-apps-notices", daemon=True
+                ).start()
             self._wake.set()
 
     def _run(self, wake: threading.Event) -> None:

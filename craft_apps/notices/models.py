@@ -3,7 +3,8 @@
 Each item has the contract's fields plus a publish window (``published``, ``visible_from``,
 optional ``visible_until``); ``items.Window`` decides what is served. Every rule an item must
 follow is in ``full_clean`` (field validators, ``clean_fields``' storable-value rule and
-``clean``), which the admin's form and the import both call: the one validation of an item. Every write (save, delete, queryset update, bulk create or update) bumps the
+``clean``), which the admin's form and the import both call: the one validation of an item.
+Every write (save, delete, queryset update, bulk create or update) bumps the
 one-row ``NoticesVersion`` in the same transaction: the web processes look only at that number
 to learn that something changed.
 """

@@ -260,7 +260,9 @@ def _json_kind(raw: object) -> str:
         return "boolean"
     if isinstance(raw, int | float):
         return "number"
-    return {list: "array", dict: "object"}.get(type(raw), "value")
+    if isinstance(raw, list):
+        return "array"
+    return "object" if isinstance(raw, dict) else "value"
 
 
 def _messages(err: ValidationError) -> list[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from django.db import connection, transaction
+from django.db.models import Model
 
 from craft_apps.domain import AppState
 from craft_apps.notices.models import NOTICE_MODELS, Alert, NoticesVersion
@@ -34,7 +35,8 @@ BACK = "the database is readable again"
 def database_locked() -> Iterator[None]:
     """No one else reads the notices' tables until the block ends."""
     if connection.vendor == "postgresql":
-        tables = ", ".join(model._meta.db_table for model in (NoticesVersion, *NOTICE_MODELS))
+        models: list[type[Model]] = [NoticesVersion, *NOTICE_MODELS]
+        tables = ", ".join(model._meta.db_table for model in models)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
             yield

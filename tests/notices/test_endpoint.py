@@ -142,9 +142,7 @@ def test_with_the_database_down_the_releases_come_with_the_last_notices(
     assert answer["important_notices"] == json.loads(good.content)["important_notices"]
 
 
-def test_the_answers_reuse_window_counts_from_the_end_of_its_look(
-    site: Path, feed: NoticesFeed, monkeypatch
-):
+def test_the_answers_reuse_window_counts_from_the_end_of_its_look(site: Path, feed: NoticesFeed, monkeypatch):
     clock = Monotonic()
     cache = views.AnswerCache(monotonic=clock)
     looks: list[float] = []

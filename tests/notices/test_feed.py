@@ -193,7 +193,7 @@ def test_a_process_that_never_read_waits_for_its_first_look_at_most_the_bound(
     feed = NoticesFeed(monotonic=monotonic, clock=fake_clock, runner=looker, first_look_wait_s=0.5)
     # The wait is the first look's event; nothing sets it while the look hangs.
     event = feed._first_look
-    event.wait = lambda timeout=None: waits.append(timeout) or False  # type: ignore[method-assign,assignment,func-returns-value]
+    event.wait = lambda timeout=None: waits.append(timeout) or False  # type: ignore[method-assign,func-returns-value]
     alert()
     assert titles(feed) == []
     monotonic.advance(0.3)
@@ -259,7 +259,10 @@ def test_upcoming_items_past_the_bound_open_in_their_turn(
 def test_craft_apps_status_says_how_many_are_served_and_left_out(settings, state_dir, fake_clock: FakeClock):
     settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": "photocraft=PhotoCraft=storytold/photocraft"}
     Alert.objects.bulk_create(
-        [Alert(title=f"a{n}", body="b", published=True, visible_from=ago(100 + n)) for n in range(MAX_SERVED_PER_KIND + 2)]
+        [
+            Alert(title=f"a{n}", body="b", published=True, visible_from=ago(100 + n))
+            for n in range(MAX_SERVED_PER_KIND + 2)
+        ]
     )
     announcement()
     out = io.StringIO()

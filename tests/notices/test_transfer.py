@@ -234,17 +234,23 @@ def test_the_import_and_the_admin_refuse_the_same_values_with_the_same_words():
 
     from craft_apps.notices.transfer import ImportRefused, import_notices, parse_document
 
-    for fields in ({"title": "a\x00b"}, {"title": "a\ud800b"}, {"visible_until": "9999-12-31T23:59:59-01:00"}):
+    for fields in (
+        {"title": "a\x00b"},
+        {"title": "a\ud800b"},
+        {"visible_until": "9999-12-31T23:59:59-01:00"},
+    ):
         with pytest.raises(ImportRefused) as refused:
             import_notices(parse_document(one_alert(**fields)))
         [name] = fields
         item = Alert(title="t", body="b", published=True)
-        value = fields[name]
         if name == "visible_until":
             from django.utils.dateparse import parse_datetime
 
-            value = parse_datetime(str(value))
-        setattr(item, name, value)
+            setattr(item, name, parse_datetime(fields[name]))
+        else:
+            setattr(item, name, fields[name])
         with pytest.raises(ValidationError) as invalid:
             item.full_clean()
-        assert refused.value.problems == [f"alerts[0] (id 1): {name}: {' '.join(invalid.value.message_dict[name])}"]
+        assert refused.value.problems == [
+            f"alerts[0] (id 1): {name}: {' '.join(invalid.value.message_dict[name])}"
+        ]

@@ -114,11 +114,11 @@ class Workers:
 def workers(
     tmp_path: Path,
     database: dict[str, str],
-    state: AppState = AppState(fetched_ms=FETCHED_MS),
+    state: AppState | None = None,
     extra_env: dict[str, str] | None = None,
 ) -> Iterator[Workers]:
     state_dir = tmp_path / "state"
-    publish(state_dir, {"photocraft": state})
+    publish(state_dir, {"photocraft": state or AppState(fetched_ms=FETCHED_MS)})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="tests.notices.worker_site",

@@ -14,7 +14,8 @@ from config.settings import DATABASES, LOGGING, MIDDLEWARE
 
 MIDDLEWARE = [*MIDDLEWARE, "tests.notices.worker_site.worker_pid"]
 if "TEST_SQLITE_BUSY_TIMEOUT_S" in os.environ and DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = float(os.environ["TEST_SQLITE_BUSY_TIMEOUT_S"])
+    _options: dict[str, object] = DATABASES["default"].setdefault("OPTIONS", {})  # type: ignore[assignment,arg-type]
+    _options["timeout"] = float(os.environ["TEST_SQLITE_BUSY_TIMEOUT_S"])
 LOGGING["formatters"]["plain"]["format"] = "%(process)d %(levelname)s %(name)s: %(message)s"  # type: ignore[index]
 
 
