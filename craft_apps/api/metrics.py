@@ -6,7 +6,8 @@ Two kinds of numbers, two homes, so that whichever web worker answers a scrape s
   apps' ages and failures, the backoff, the lease) lives in the host's state file: the poller
   adds to its counters table after every tick (``craft_apps.host.counters``), and
   ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
-- The endpoint's answers are counted where they happen, in each web worker, with
+- The endpoint's answers, and the notices feed's failed looks and left-out items
+  (``craft_apps.notices.feed``), are counted where they happen, in each web worker, with
   prometheus_client's multiprocess mode: with ``PROMETHEUS_MULTIPROC_DIR`` set (the same empty
   directory for every worker of the host) each worker's counts go to a small file there and a
   scrape sums them all, dead workers' included. Without it, each worker shows only its own
@@ -38,6 +39,7 @@ from craft_apps.host.counters import OUTCOMES
 from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
 from craft_apps.host.observe import HostView
 from craft_apps.instants import datetime_to_ms
+from craft_apps.notices import feed as notices_feed
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +108,8 @@ def registry() -> CollectorRegistry:
     if directory:
         MultiProcessCollector(built, path=directory)  # type: ignore[no-untyped-call]
     else:
-        built.register(ANSWERS)
+        for own in (ANSWERS, notices_feed.LOOK_FAILURES, notices_feed.LEFT_OUT):
+            built.register(own)
     return built
 
 

@@ -82,7 +82,8 @@ class AnswerCache:
         if served is not None and now < served[1]:
             return served[0]
         answer = self._look(app_settings.STATE_DIR, app_settings.APPS)
-        self._served = (answer, now + self.recheck_s)
+        # Counted from the end of the look: a slow look must not make the next request look too.
+        self._served = (answer, self._monotonic() + self.recheck_s)
         return answer
 
     def forget(self) -> None:
@@ -91,7 +92,7 @@ class AnswerCache:
 
     def _look(self, state_dir: Path, apps: tuple[AppSpec, ...]) -> EncodedAnswer:
         store = self._store(state_dir)
-        notices = notices_feed.feed.current()  # the database at most once a second; never raises
+        notices = notices_feed.feed.current()  # what the background look left; never waits, never raises
         try:
             marker = store.version_marker()
             if self._key == (store.path, marker, apps, notices) and self._answer is not None:

@@ -1,19 +1,33 @@
-"""What one web process serves as renames and notices, without a database query per request.
+"""What one web process serves as renames and notices, without a request ever waiting on the
+database.
 
-The process keeps every published, not yet expired item with its window. At most once per
-``RECHECK_S`` it reads the one-row version marker (one tiny query) and reloads the items only
-when the number changed, so an edit anywhere in the fleet shows within about a second. A window
-opening or closing needs no edit and no query: the kept items say when the served set changes
-next, and the set is recomputed at that instant.
+The process keeps the published, not yet expired items with their windows. A request never
+reads the database: it takes what the last look left, and when a look is due it hands one to
+the process's looker thread (``BackgroundLooker``) and goes on. A look reads the one-row
+version marker (one tiny query) and reloads the items only when the number changed, so an edit
+anywhere in the fleet shows within about a second; the next look is due ``RECHECK_S`` after
+the end of this one, so a look that hangs on a locked database is the only one in flight. A
+window opening or closing needs no edit and no query: the kept items say when the served set
+changes next, and the set is recomputed at that instant.
+
+Only a process that has never read the database waits, on its first requests and for at most
+``FIRST_LOOK_WAIT_S`` in all, so that a worker just started serves the notices from its first
+answer when the database answers at once.
 
 If the database can't be read, the process keeps serving what it had (nothing, if it never
-read it), logs one line when the trouble starts and one when it ends, and tries again a
-second later.
+read it), logs one line when the trouble starts (a look failed, or is still running after
+``LOOK_STALLED_S``: a lock, a slow server) and one when it ends, counts each failed or stalled
+look (``LOOK_FAILURES``) and tries again a second after each attempt ends.
+
+At most ``items.MAX_SERVED_PER_KIND`` items of each kind are served (the newest) and loaded
+(``load_scheduled``); how many are left out is logged once when it changes and kept in
+``LEFT_OUT``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -21,18 +35,40 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import router
+from django.db import close_old_connections, router
 from django.db.models import Q
+from prometheus_client import Counter, Gauge
 
 from craft_apps.clock import Clock, SystemClock
 from craft_apps.instants import ms_to_datetime
-from craft_apps.notices.items import NO_NOTICES, Notices, Scheduled, Window
+from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES, Notices, Scheduled, Window
 from craft_apps.notices.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
 from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
-RECHECK_S = 1.0  # the version marker is read at most this often: an edit shows within it
+RECHECK_S = 1.0  # a look starts at most this long after the last one ended: an edit shows within it
+FIRST_LOOK_WAIT_S = 0.5  # what a process that never read the database waits for it, in all
+LOOK_STALLED_S = 3.0  # a look still running this long is logged, as a failure is
+
+# Registered by the metrics endpoint (craft_apps.api.metrics), in each web process.
+LOOK_FAILURES = Counter(
+    "craft_apps_notices_look_failures",
+    "Looks at the site's database for renames and notices that failed (the last ones stay "
+    "served), by the error's class.",
+    ["error"],
+    registry=None,
+)
+LEFT_OUT = Gauge(
+    "craft_apps_notices_left_out",
+    f"Renames and notices served now but left out of the answer: at most {MAX_SERVED_PER_KIND} "
+    "of each kind are served, the newest.",
+    registry=None,
+    multiprocess_mode="max",
+)
+
+Runner = Callable[[Callable[[], None]], None]
+"""Runs a look: the process's looker thread, or at once in the caller (tests on fake time)."""
 
 
 def read_version(using: str) -> int | None:
@@ -44,21 +80,79 @@ def read_version(using: str) -> int | None:
 
 
 def load_scheduled(using: str, now: datetime) -> Scheduled:
-    """Every item that is or may become served, newest first (four queries). Unpublished and
-    expired items are left in the database: only an edit can bring them back, and an edit
-    bumps the marker."""
-    may_be_served = Q(published=True) & (Q(visible_until__isnull=True) | Q(visible_until__gt=now))
+    """The items of each kind that are or may become served, newest first, at most
+    ``MAX_SERVED_PER_KIND`` served now and as many upcoming (two queries a kind, a third to
+    count what is left out). Unpublished and expired items stay in the database: only an edit
+    can bring them back, and an edit bumps the marker. When the bound kept items back,
+    ``reload_at`` is the first instant one of them may be served."""
+    live = Q(published=True) & (Q(visible_until__isnull=True) | Q(visible_until__gt=now))
+    reloads: list[datetime] = []
+    left_out = 0
 
     def pairs(model: type[Notice]) -> tuple[tuple[Window, Any], ...]:
-        rows = model._default_manager.using(using).filter(may_be_served)
-        return tuple((row.window(), row.to_item()) for row in rows)
+        nonlocal left_out
+        rows = model._default_manager.using(using).filter(live)
+        served_now = rows.filter(visible_from__lte=now).order_by("-visible_from", "-id")
+        current = list(served_now[: MAX_SERVED_PER_KIND + 1])
+        if len(current) > MAX_SERVED_PER_KIND:
+            current = current[:MAX_SERVED_PER_KIND]
+            left_out += served_now.count() - MAX_SERVED_PER_KIND
+            # When a served one expires, the newest one kept back takes its place.
+            ends = [row.visible_until for row in current if row.visible_until is not None]
+            if ends:
+                reloads.append(min(ends))
+        upcoming = list(
+            rows.filter(visible_from__gt=now).order_by("visible_from", "id")[: MAX_SERVED_PER_KIND + 1]
+        )
+        if len(upcoming) > MAX_SERVED_PER_KIND:
+            reloads.append(upcoming.pop().visible_from)  # the first one not loaded opens then
+        return tuple((row.window(), row.to_item()) for row in [*reversed(upcoming), *current])
 
     return Scheduled(
         app_renames=pairs(AppRename),
         repo_renames=pairs(RepoRename),
         announcements=pairs(Announcement),
         alerts=pairs(Alert),
+        reload_at=min(reloads, default=None),
+        left_out=left_out,
     )
+
+
+class BackgroundLooker:
+    """One daemon thread per process that runs the looks it is handed, one at a time. Started
+    on the first look, and again in a forked child (threads don't survive a fork). The
+    thread's database connection is handled as a request's is (``close_old_connections``), so
+    ``CONN_MAX_AGE`` applies and a broken connection is dropped."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._pending: Callable[[], None] | None = None
+        self._pid: int | None = None
+
+    def __call__(self, look: Callable[[], None]) -> None:
+        with self._lock:
+            self._pending = look
+            if self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._wake = threading.Event()
+                threading.Thread(
+                    target=self._run, args=(self._wake,), name="craft-apps-notices", daemon=True
+                ).start()
+            self._wake.set()
+
+    def _run(self, wake: threading.Event) -> None:
+        while True:
+            wake.wait()
+            wake.clear()
+            with self._lock:
+                look, self._pending = self._pending, None
+            if look is None:
+                continue
+            try:
+                look()
+            finally:
+                close_old_connections()
 
 
 @dataclass(frozen=True)
@@ -74,28 +168,43 @@ class NoticesFeed:
         recheck_s: float = RECHECK_S,
         monotonic: Callable[[], float] = time.monotonic,
         clock: Clock | None = None,
+        runner: Runner | None = None,
+        first_look_wait_s: float = FIRST_LOOK_WAIT_S,
+        stalled_s: float = LOOK_STALLED_S,
     ) -> None:
         self.recheck_s = recheck_s
+        self.stalled_s = stalled_s
+        self.first_look_wait_s = first_look_wait_s
         self._monotonic = monotonic
         self._clock: Clock = clock or SystemClock()
+        self._runner: Runner = runner or BackgroundLooker()
         self._lock = threading.Lock()
         self.clear()
 
     def clear(self) -> None:
-        """Forgets everything: the next call reads the database (tests)."""
-        self._next_look = float("-inf")
-        self._version: int | None = None
-        self._scheduled: Scheduled | None = None
-        self._served: _Served | None = None
-        self._failing = False
+        """Forgets everything: the next call looks at the database again (tests)."""
+        with self._lock:
+            self._generation = getattr(self, "_generation", 0) + 1
+            self._pid = os.getpid()
+            self._next_look = float("-inf")
+            self._looking = False
+            self._first_look = threading.Event()
+            self._wait_until: float | None = None
+            self._version: int | None = None
+            self._scheduled: Scheduled | None = None
+            self._served: _Served | None = None
+            self._failing = False
+            self._left_out = 0
 
     def current(self) -> Notices:
-        """The notices to serve now. Never raises."""
-        if self._monotonic() >= self._next_look:
-            with self._lock:
-                if self._monotonic() >= self._next_look:
-                    self._next_look = self._monotonic() + self.recheck_s
-                    self._look()
+        """The notices to serve now. Never raises, never waits on the database (but for a
+        process's first look, at most ``first_look_wait_s`` in all)."""
+        if self._monotonic() >= self._next_look or self._pid != os.getpid():
+            self._start_look()
+        if self._scheduled is None and self._wait_until is not None:
+            left = self._wait_until - self._monotonic()
+            if left > 0:
+                self._first_look.wait(left)
         now = ms_to_datetime(self._clock.now_ms())
         scheduled, served = self._scheduled, self._served
         if scheduled is None:
@@ -109,34 +218,105 @@ class NoticesFeed:
             self._served = served
         return served.notices
 
-    def _look(self) -> None:
-        using = router.db_for_read(NoticesVersion)
-        try:
-            version = read_version(using)
-            if self._scheduled is not None and version == self._version:
+    def _start_look(self) -> None:
+        with self._lock:
+            if self._pid != os.getpid():  # a forked child: the parent's look isn't running here
+                self._pid, self._looking = os.getpid(), False
+            if self._monotonic() < self._next_look:
                 return
-            scheduled = load_scheduled(using, ms_to_datetime(self._clock.now_ms()))
-        except Exception as err:  # the endpoint never fails, whatever the database does
-            if not self._failing:
-                self._failing = True
-                reason = one_line(f"{type(err).__name__}: {err}", 300)
-                kept = (
-                    len(self._scheduled.served(ms_to_datetime(self._clock.now_ms())))
-                    if self._scheduled
-                    else 0
-                )
-                logger.warning(
-                    "Craft apps notices: the database can't be read (%s); serving the last %d "
-                    "notices and renames this process had, trying again every %g s",
-                    reason,
-                    kept,
-                    self.recheck_s,
-                )
+            if self._looking:  # the look in flight is past LOOK_STALLED_S
+                self._next_look = float("inf")
+                stalled, self._failing = not self._failing, True
+            else:
+                stalled = False
+                self._looking, self._next_look = True, self._monotonic() + self.stalled_s
+            if self._wait_until is None:
+                self._wait_until = self._monotonic() + self.first_look_wait_s
+            generation = self._generation
+        if stalled:
+            LOOK_FAILURES.labels("stalled").inc()
+            logger.warning(
+                "Craft apps notices: the database hasn't answered for %g s; serving the last %d "
+                "notices and renames this process had until it does",
+                self.stalled_s,
+                self._kept(),
+            )
             return
-        self._version, self._scheduled = version, scheduled
-        if self._failing:
-            self._failing = False
-            logger.info("Craft apps notices: the database is readable again")
+        try:
+            self._runner(lambda: self._look(generation))
+        except Exception as err:  # no thread to be had: try again at the next recheck
+            self._looked(generation, err)
+
+    def _look(self, generation: int) -> None:
+        failure: Exception | None = None
+        try:
+            self._read(generation)
+        except Exception as err:  # the endpoint never fails, whatever the database does
+            failure = err
+        self._looked(generation, failure)
+
+    def _read(self, generation: int) -> None:
+        using = router.db_for_read(NoticesVersion)
+        version = read_version(using)
+        now = ms_to_datetime(self._clock.now_ms())
+        scheduled = self._scheduled
+        if (
+            scheduled is not None
+            and version == self._version
+            and (scheduled.reload_at is None or now < scheduled.reload_at)
+        ):
+            return
+        scheduled = load_scheduled(using, now)
+        with self._lock:
+            if generation == self._generation:
+                self._version, self._scheduled = version, scheduled
+        self._report_left_out(scheduled.left_out)
+
+    def _looked(self, generation: int, failure: Exception | None) -> None:
+        """The end of a look: the next is due ``recheck_s`` from now; one line when the
+        database stops or starts answering."""
+        with self._lock:
+            if generation != self._generation:
+                return
+            self._looking = False
+            self._next_look = self._monotonic() + self.recheck_s
+            failing_before, self._failing = self._failing, failure is not None
+        self._first_look.set()
+        if failure is None:
+            if failing_before:
+                logger.info("Craft apps notices: the database is readable again")
+            return
+        LOOK_FAILURES.labels(type(failure).__name__).inc()
+        if failing_before:
+            return
+        reason = one_line(f"{type(failure).__name__}: {failure}", 300)
+        logger.warning(
+            "Craft apps notices: the database can't be read (%s); serving the last %d "
+            "notices and renames this process had, trying again %g s after each attempt",
+            reason,
+            self._kept(),
+            self.recheck_s,
+        )
+
+    def _kept(self) -> int:
+        scheduled = self._scheduled
+        return len(scheduled.served(ms_to_datetime(self._clock.now_ms()))) if scheduled else 0
+
+    def _report_left_out(self, left_out: int) -> None:
+        LEFT_OUT.set(left_out)
+        with self._lock:
+            before, self._left_out = self._left_out, left_out
+        if left_out == before:
+            return
+        if left_out:
+            logger.warning(
+                "Craft apps notices: %d renames and notices served now are left out of the answer: "
+                "at most %d of each kind are served, the newest; unpublish or end the old ones",
+                left_out,
+                MAX_SERVED_PER_KIND,
+            )
+        else:
+            logger.info("Craft apps notices: every rename and notice served now is in the answer again")
 
 
 feed = NoticesFeed()

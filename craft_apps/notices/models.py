@@ -2,8 +2,9 @@
 
 Each item has the contract's fields plus a publish window (``published``, ``visible_from``,
 optional ``visible_until``); ``items.Window`` decides what is served. Every rule an item must
-follow is in ``full_clean`` (field validators and ``clean``), which the admin's form and the
-import both call. Every write (save, delete, queryset update, bulk create or update) bumps the
+follow is in ``full_clean`` (field validators, ``clean_fields``' storable-value rule and
+``clean``), which the admin's form and the import both call: the one validation of an item.
+Every write (save, delete, queryset update, bulk create or update) bumps the
 one-row ``NoticesVersion`` in the same transaction: the web processes look only at that number
 to learn that something changed.
 """
@@ -11,15 +12,22 @@ to learn that something changed.
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Any, ClassVar, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxLengthValidator, RegexValidator, URLValidator
+from django.core.validators import (
+    MaxLengthValidator,
+    ProhibitNullCharactersValidator,
+    RegexValidator,
+    URLValidator,
+)
 from django.db import models, router
 from django.db.models import F
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
+from craft_apps.compat import UTC
 from craft_apps.notices.items import AlertItem, AnnouncementItem, AppRenameItem, RepoRenameItem, Window
 
 # Bounds (characters). A GitHub owner has at most 39 and a repository name at most 100.
@@ -50,6 +58,29 @@ https_url = URLValidator(
     message="Enter a full https:// address the launcher can open, such as https://example.com/notes "
     "(http and other schemes are refused).",
 )
+
+
+_no_nul = ProhibitNullCharactersValidator()  # what the admin's form fields refuse too
+
+
+def storable_problem(value: object) -> str | None:
+    """Why a field's value can't be stored and served as it is, or None: a text with a NUL or
+    with a lone UTF-16 surrogate (no UTF-8 holds it), an instant past the year 9999 in UTC."""
+    if isinstance(value, str):
+        try:
+            _no_nul(value)
+        except ValidationError as err:
+            return " ".join(err.messages)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as err:
+            return f"Remove the character at position {err.start + 1}: a lone surrogate, which no text holds."
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            return "Pick an instant before the year 10000 in UTC."
+    return None
 
 
 def bump_version(using: str) -> None:
@@ -109,6 +140,21 @@ class Notice(models.Model):
 
     def window(self) -> Window:
         return Window(self.published, self.visible_from, self.visible_until)
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        errors: dict[str, Any] = {}
+        try:
+            super().clean_fields(exclude)
+        except ValidationError as err:
+            errors = err.update_error_dict(errors)
+        for f in self._meta.concrete_fields:
+            if f.name in errors or (exclude and f.name in exclude):
+                continue
+            problem = storable_problem(getattr(self, f.attname))
+            if problem is not None:
+                errors[f.name] = [problem]
+        if errors:
+            raise ValidationError(errors)
 
     def clean(self) -> None:
         super().clean()

@@ -4,12 +4,16 @@ The export lists every item of each kind (published or not, any window) with its
 order. An import makes the database hold exactly the file's items: an item whose id is in the
 file is added or changed, one that isn't is deleted. Each item goes through the model's
 ``full_clean``, the same validation as the admin's form; one problem and nothing is written.
+Whatever the file holds (a nesting too deep, a number of thousands of digits, a date that
+doesn't exist, an instant past 9999 in UTC, a lone surrogate, a NUL), the answer is the list of
+problems, one line each, never a traceback.
 An item that is already as the file says is not written at all, so importing an export again
 changes nothing (not even the version marker).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,18 +25,49 @@ from django.utils.dateparse import parse_datetime
 
 from craft_apps.compat import UTC
 from craft_apps.notices.models import NOTICE_MODELS, Notice
+from craft_apps.text import one_line
 
 FORMAT = "craft_apps_notices"
 FORMAT_VERSION = 1
 _ENVELOPE = {"format", "version"}
 
 
+MAX_ID = 2**31 - 1  # the largest id every database's id column holds
+
+
 class ImportRefused(Exception):
-    """The file can't be imported; ``problems`` says why, one line each. Nothing was written."""
+    """The file can't be imported; ``problems`` says why, one printable line each (what the
+    file said is quoted folded: no line break, NUL or lone surrogate). Nothing was written."""
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__(f"{len(problems)} problem(s)")
-        self.problems = problems
+        self.problems = [one_line(problem, 1000) for problem in problems]
+
+
+MAX_DIGITS = 19  # an id or a count has no more (2**63 has 19); Pythons differ past 4300
+
+
+class _LongNumber(ValueError):
+    pass
+
+
+def _whole_number(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise _LongNumber(f"the file holds a number of {digits} digits; an export has none over {MAX_DIGITS}")
+    return int(text)
+
+
+def parse_document(text: str) -> object:
+    """The file's JSON, or ``ImportRefused`` with one line saying why it can't be read."""
+    try:
+        return json.loads(text, parse_int=_whole_number)
+    except _LongNumber as err:
+        raise ImportRefused([str(err)]) from None
+    except RecursionError:
+        raise ImportRefused(["the file nests arrays or objects too deep to be an export"]) from None
+    except ValueError as err:  # malformed JSON, or a number of more digits than Python reads
+        raise ImportRefused([f"the file is not JSON: {err}"]) from None
 
 
 @dataclass
@@ -137,8 +172,8 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
             problems.append(f"{where}: must be an object")
             continue
         pk = row.get("id")
-        if not isinstance(pk, int) or isinstance(pk, bool) or pk <= 0:
-            problems.append(f"{where}: id must be a positive whole number")
+        if not isinstance(pk, int) or isinstance(pk, bool) or not 0 < pk <= MAX_ID:
+            problems.append(f"{where}: id must be a whole number from 1 to {MAX_ID}")
             continue
         where = f"{where} (id {pk})"
         if pk in seen:
@@ -147,7 +182,7 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
         seen.add(pk)
         unknown = sorted(set(row) - set(names))
         if unknown:
-            problems.append(f"{where}: unknown fields {', '.join(unknown)}")
+            problems.append(f"{where}: unknown fields {', '.join(one_line(name, 40) for name in unknown)}")
             continue
         item = existing.get(pk)
         if item is None:
@@ -160,6 +195,9 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
             item.full_clean()  # the admin form's validation
         except ValidationError as err:
             problems.extend(f"{where}: {message}" for message in _messages(err))
+            continue
+        except (TypeError, ValueError, OverflowError) as err:  # a value no rule foresaw: still one line
+            problems.append(f"{where}: {type(err).__name__}: {err}")
             continue
         if before is not None and before == export_row(item):
             plan.unchanged.add(pk)
@@ -199,10 +237,15 @@ def _value(f: models.Field[Any, Any], raw: object) -> object:
     if raw is None:
         return "" if isinstance(f, models.CharField) and f.blank and not f.null else None
     if isinstance(f, models.DateTimeField):
-        parsed = parse_datetime(raw) if isinstance(raw, str) else None
+        try:
+            parsed = parse_datetime(raw) if isinstance(raw, str) else None
+        except ValueError:  # well formed, but no such date or time (2026-13-45)
+            parsed = None
         if parsed is None or parsed.tzinfo is None:
+            # A text is quoted, cut; anything else only named (a 5000-digit number has no repr).
+            shown = repr(one_line(raw, 40)) if isinstance(raw, str) else f"a JSON {_json_kind(raw)}"
             raise ValidationError(
-                {f.name: f"{raw!r} is not an instant with its zone; write it like 2026-10-08T14:52:50Z."}
+                {f.name: f"{shown} is not an instant with its zone; write it like 2026-10-08T14:52:50Z."}
             )
         return parsed
     if isinstance(f, models.BooleanField) and not isinstance(raw, bool):
@@ -210,6 +253,16 @@ def _value(f: models.Field[Any, Any], raw: object) -> object:
     if isinstance(f, (models.CharField, models.TextField)) and not isinstance(raw, str):
         raise ValidationError({f.name: "Write a text (a JSON string)."})
     return raw
+
+
+def _json_kind(raw: object) -> str:
+    if isinstance(raw, bool):
+        return "boolean"
+    if isinstance(raw, int | float):
+        return "number"
+    if isinstance(raw, list):
+        return "array"
+    return "object" if isinstance(raw, dict) else "value"
 
 
 def _messages(err: ValidationError) -> list[str]:

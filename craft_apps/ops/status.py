@@ -4,7 +4,8 @@
 README's "Operating it"); ``render_text`` lays the same document out for people, so the two
 never disagree. Health is ``craft_apps.host.health``'s rules, as the health endpoint applies
 them. Redis is read with the poller's own client and timeouts; any trouble there is reported
-in the document and never stops the command.
+in the document and never stops the command. ``read_notices`` counts the renames and notices
+served now from the site's database, and those the served bound leaves out.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import router
 from redis.exceptions import RedisError
 
 from craft_apps.conf import app_settings
@@ -24,8 +26,12 @@ from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisTrouble, SharedStore
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
-from craft_apps.instants import datetime_to_ms, format_duration, format_ms, parse_rfc3339
+from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_to_datetime, parse_rfc3339
+from craft_apps.notices.feed import load_scheduled
+from craft_apps.notices.items import MAX_SERVED_PER_KIND
+from craft_apps.notices.models import NoticesVersion
 from craft_apps.polling.schedule import due_at_ms
+from craft_apps.text import one_line
 
 FORMAT = 1
 
@@ -90,12 +96,29 @@ def _claim(reply: object) -> Claim | None:
     return Claim(claimed_ms=int(text), by=fields.get("by") or None)
 
 
+def read_notices(now_ms: int) -> dict[str, Any]:
+    """What the web processes serve as renames and notices now, from the site's database, and
+    how many the bound leaves out; any trouble is reported, never raised."""
+    now = ms_to_datetime(now_ms)
+    try:
+        scheduled = load_scheduled(router.db_for_read(NoticesVersion), now)
+    except Exception as err:  # the report goes on without them
+        return {"problem": one_line(f"{type(err).__name__}: {err}", 300)}
+    return {
+        "problem": None,
+        "served": len(scheduled.served(now)),
+        "left_out": scheduled.left_out,
+        "max_per_kind": MAX_SERVED_PER_KIND,
+    }
+
+
 def status_document(
     view: HostView,
     fleet: FleetView,
     policy: HealthPolicy,
     apps: Sequence[AppSpec],
     now_ms: int,
+    notices: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``)."""
     counters = view.counters
@@ -103,7 +126,7 @@ def status_document(
     backoff = view.snapshot.backoff
     quota = counters.quota
     lease = view.lease
-    return {
+    document = {
         "format": FORMAT,
         "generated_at": format_ms(now_ms),
         "state_file": {"path": str(view.path), "exists": view.exists, "problem": view.problem},
@@ -132,6 +155,9 @@ def status_document(
         "redis": {"configured": fleet.configured, "problem": fleet.problem, "errors": counters.redis_errors},
         "health": health_document(problems),
     }
+    if notices is not None:
+        document["notices"] = dict(notices)
+    return document
 
 
 def _app(view: HostView, fleet: FleetView, app: AppSpec, policy: HealthPolicy, now_ms: int) -> dict[str, Any]:
@@ -265,10 +291,25 @@ def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]
     else:
         reach = f"trouble: {redis['problem']}" if redis["problem"] else "reachable"
     facts.append(("redis", f"{reach}; {redis['errors']} errors counted by the poller"))
+    notices = doc.get("notices")
+    if notices is not None:
+        facts.append(("notices", _notices_text(notices)))
     health = doc["health"]
     facts.append(("health", health["status"]))
     facts += [("", f"{problem['rule']}: {problem['detail']}") for problem in health["problems"]]
     return facts
+
+
+def _notices_text(notices: Mapping[str, Any]) -> str:
+    if notices["problem"]:
+        return f"unknown (the site's database can't be read: {notices['problem']})"
+    text = f"{notices['served']} renames and notices served now"
+    if notices["left_out"]:
+        text += (
+            f"; {notices['left_out']} more left out by the bound "
+            f"({notices['max_per_kind']} of each kind, the newest)"
+        )
+    return text
 
 
 def _backoff_text(backoff: Mapping[str, Any], relative: _Relative) -> str:

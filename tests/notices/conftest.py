@@ -1,5 +1,6 @@
 """A notices feed on fake time (a fake wall clock for windows, a fake monotonic clock for the
-once-a-second look), installed as the process's feed so the endpoint uses it too."""
+once-a-second look, run at once rather than in the looker thread), installed as the process's
+feed so the endpoint uses it too."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def monotonic() -> Monotonic:
 
 @pytest.fixture
 def feed(monkeypatch, fake_clock: FakeClock, monotonic: Monotonic) -> Iterator[NoticesFeed]:
-    feed = NoticesFeed(monotonic=monotonic, clock=fake_clock)
+    # Looks run at once in the test's thread, which holds the test's transaction.
+    feed = NoticesFeed(monotonic=monotonic, clock=fake_clock, runner=lambda look: look())
     monkeypatch.setattr(feed_module, "feed", feed)
     views.answers.clear()
     yield feed

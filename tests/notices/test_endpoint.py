@@ -140,3 +140,23 @@ def test_with_the_database_down_the_releases_come_with_the_last_notices(
     answer = json.loads(during.content)
     assert answer["release_info"]["last_fetched"] == "2026-09-21T14:13:21Z", "the new release info shows"
     assert answer["important_notices"] == json.loads(good.content)["important_notices"]
+
+
+def test_the_answers_reuse_window_counts_from_the_end_of_its_look(site: Path, feed: NoticesFeed, monkeypatch):
+    clock = Monotonic()
+    cache = views.AnswerCache(monotonic=clock)
+    looks: list[float] = []
+    current = feed.current
+
+    def slow_current() -> Any:  # a look that takes 2 s, as a slow disk or database can
+        looks.append(clock())
+        clock.advance(2.0)
+        return current()
+
+    monkeypatch.setattr(feed, "current", slow_current)
+    first = cache.answer()
+    assert cache.answer() is first
+    assert len(looks) == 1, "the request after a slow look reuses its answer"
+    clock.advance(cache.recheck_s)
+    cache.answer()
+    assert len(looks) == 2

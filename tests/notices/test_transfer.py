@@ -129,7 +129,7 @@ def test_a_bad_file_is_refused_whole_with_every_problem_on_its_own_line(tmp_path
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("not json", "standard input is not JSON (UTF-8): Expecting value: line 1 column 1 (char 0)"),
+        ("not json", "Nothing imported: 1 problem(s) in standard input"),
         ("[]", "Nothing imported: 1 problem(s)"),
     ],
 )
@@ -158,3 +158,99 @@ def test_export_to_standard_output_and_a_dry_run_writes_nothing(monkeypatch):
     assert said.getvalue().startswith("Dry run, nothing written: ")
     assert "alerts: 0 added, 0 changed, 2 deleted" in said.getvalue()
     assert Alert.objects.count() == 2
+
+
+def refused_lines(text: str, monkeypatch) -> list[str]:
+    """The problems an import of ``text`` lists, one a line; it must be refused, with no traceback."""
+    err = io.StringIO()
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    with pytest.raises(CommandError, match=r"^Nothing imported: \d+ problem\(s\) in standard input"):
+        call_command("craft_apps_notices", "import", "-", stderr=err)
+    lines = err.getvalue().splitlines()
+    assert lines and all(line.isprintable() for line in lines), lines
+    return lines
+
+
+def one_alert(**fields: object) -> str:
+    row = {"id": 1, "title": "t", "body": "b", "published": True, "visible_from": "2026-10-08T14:52:50Z"}
+    document = {"format": "craft_apps_notices", "version": 1, "alerts": [{**row, **fields}]}
+    return json.dumps(document)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "the file nests arrays or objects too deep to be an export"),
+        (
+            one_alert(title=None).replace("null", "9" * 5000),
+            "the file holds a number of 5000 digits; an export has none over 19",
+        ),
+        (
+            one_alert(visible_from="2026-13-45T00:00:00Z"),
+            "alerts[0] (id 1): visible_from: '2026-13-45T00:00:00Z' is not an instant with its zone",
+        ),
+        (
+            one_alert(visible_until="9999-12-31T23:59:59-01:00"),
+            "alerts[0] (id 1): visible_until: Pick an instant before the year 10000 in UTC.",
+        ),
+        (
+            one_alert(title="a\ud800b"),
+            "alerts[0] (id 1): title: Remove the character at position 2: a lone surrogate",
+        ),
+        (one_alert(title="a\x00b"), "alerts[0] (id 1): title: Null characters are not allowed."),
+        (one_alert(body="a\x00b"), "alerts[0] (id 1): body: Null characters are not allowed."),
+        (one_alert(created_at=[[["deep"]]]), "alerts[0] (id 1): created_at: a JSON array is not an instant"),
+        (one_alert(id=2**31), "alerts[0]: id must be a whole number from 1 to 2147483647"),
+        (one_alert().replace('"id": 1', '"id": -' + "9" * 5000), "the file holds a number of 5000 digits"),
+        (one_alert().replace('"title"', '"ti\\ud800tle"'), "alerts[0] (id 1): unknown fields ti tle"),
+    ],
+    ids=[
+        "deep nesting",
+        "5000 digits",
+        "no such date",
+        "past 9999 in UTC",
+        "lone surrogate",
+        "NUL in a title",
+        "NUL in a body",
+        "an array for an instant",
+        "an id past the column",
+        "a 5000-digit id",
+        "a surrogate in a key",
+    ],
+)
+def test_whatever_the_file_holds_the_answer_is_a_list_of_one_line_problems(
+    text: str, expected: str, monkeypatch
+):
+    announcement()
+    before = export_notices()
+    lines = refused_lines(text, monkeypatch)
+    assert any(line.startswith(expected) for line in lines), lines
+    assert export_notices() == before, "nothing written"
+
+
+def test_the_import_and_the_admin_refuse_the_same_values_with_the_same_words():
+    """One validation: the model's ``full_clean``, which the admin's form calls too."""
+    from django.core.exceptions import ValidationError
+
+    from craft_apps.notices.transfer import ImportRefused, import_notices, parse_document
+
+    for fields in (
+        {"title": "a\x00b"},
+        {"title": "a\ud800b"},
+        {"visible_until": "9999-12-31T23:59:59-01:00"},
+    ):
+        with pytest.raises(ImportRefused) as refused:
+            import_notices(parse_document(one_alert(**fields)))
+        [name] = fields
+        item = Alert(title="t", body="b", published=True)
+        if name == "visible_until":
+            from django.utils.dateparse import parse_datetime
+
+            setattr(item, name, parse_datetime(fields[name]))
+        else:
+            setattr(item, name, fields[name])
+        with pytest.raises(ValidationError) as invalid:
+            item.full_clean()
+        assert refused.value.problems == [
+            f"alerts[0] (id 1): {name}: {' '.join(invalid.value.message_dict[name])}"
+        ]

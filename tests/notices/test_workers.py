@@ -5,6 +5,7 @@ with the releases and the last notices, and each logs it once."""
 from __future__ import annotations
 
 import concurrent.futures
+import http.client
 import json
 import os
 import subprocess
@@ -78,6 +79,15 @@ class Workers:
                 body["release_info"]["last_fetched"],
             )
 
+    def status(self, path: str) -> int:
+        """The status of ``GET path``, a redirect not followed."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            connection.request("GET", path)
+            return connection.getresponse().status
+        finally:
+            connection.close()
+
     def burst(self) -> list[Served]:
         return list(self._pool.map(lambda _: self.get(), range(12)))
 
@@ -101,15 +111,21 @@ class Workers:
 
 
 @contextmanager
-def workers(tmp_path: Path, database: dict[str, str]) -> Iterator[Workers]:
+def workers(
+    tmp_path: Path,
+    database: dict[str, str],
+    state: AppState | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[Workers]:
     state_dir = tmp_path / "state"
-    publish(state_dir, {"photocraft": AppState(fetched_ms=FETCHED_MS)})
+    publish(state_dir, {"photocraft": state or AppState(fetched_ms=FETCHED_MS)})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
     env.update(
         DJANGO_SETTINGS_MODULE="tests.notices.worker_site",
         CRAFT_APPS_STATE_DIR=str(state_dir),
         CRAFT_APPS_RELEASE_APPS="photocraft=PhotoCraft=storytold/photocraft",
         **{f"DJANGO_DB_{key}": value for key, value in database.items()},
+        **(extra_env or {}),
     )
     running = Workers(env, tmp_path / "gunicorn.log")
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from craft_apps.notices.transfer import ImportRefused, export_notices, import_notices
+from craft_apps.notices.transfer import ImportRefused, export_notices, import_notices, parse_document
 
 
 class Command(BaseCommand):
@@ -48,13 +48,12 @@ class Command(BaseCommand):
         source = "standard input" if file == "-" else file
         try:
             text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
-            document = json.loads(text)
         except OSError as err:
             raise CommandError(f"Can't read {file}: {err.strerror or err}") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        except UnicodeDecodeError as err:
             raise CommandError(f"{source} is not JSON (UTF-8): {err}") from None
         try:
-            report = import_notices(document, dry_run=dry_run)
+            report = import_notices(parse_document(text), dry_run=dry_run)
         except ImportRefused as refused:
             for problem in refused.problems:
                 self.stderr.write(problem)
