@@ -24,7 +24,7 @@ import craft_apps  # noqa: E402
 
 project = "django-craft-apps"
 author = "The django-craft-apps authors"
-copyright = "The django-craft-apps authors"  # noqa: A001 (Sphinx's name for it)
+copyright = "The django-craft-apps authors"
 release = craft_apps.__version__
 version = release
 
