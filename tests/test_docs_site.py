@@ -100,6 +100,25 @@ def test_the_pages_that_include_files_show_them(site: Path):
     assert "Fleet simulation" in text_of(site / "benchmarks.html")
 
 
+@ONE_AT_A_TIME
+@pytest.mark.parametrize("name", ["README.md", "CONTRIBUTING.md", "SECURITY.md"])
+def test_the_root_pages_link_to_files_and_headings_that_exist(site: Path, name: str):
+    """Sphinx checks the links of the pages it builds; README.md is not one of them (and the other
+    two are included from docs/, where a link that works on GitHub could still miss)."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    assert targets
+    for target in targets:
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, heading = target.partition("#")
+        assert (ROOT / path).exists(), f"{name} links to {path}, which doesn't exist"
+        if heading:
+            assert path.startswith("docs/") and path.endswith(".md"), target
+            page = (site / path.removeprefix("docs/")).with_suffix(".html").read_text(encoding="utf-8")
+            assert f'id="{heading}"' in page, f"{name} links to a heading {path} doesn't have: {heading}"
+
+
 LEVELS = {"debug", "info", "warning", "error", "exception", "critical", "log"}
 PLACEHOLDER = re.compile(r"%(?:\.\d+)?[sdrgfo]")
 
