@@ -79,7 +79,7 @@ def install(session: nox.Session, *requirement_files: str) -> None:
     ids=[f"{python}-{django}" for python, django in PAIRS],
 )
 def tests(session: nox.Session, django: str) -> None:
-    install(session, "requirements/test.txt", f"requirements/django-{django}.txt")
+    install(session, "requirements/test.txt", "requirements/docs.txt", f"requirements/django-{django}.txt")
     session.run("python", "manage.py", "check", "--fail-level", "WARNING")
     session.run("python", "manage.py", "spectacular", "--validate", "--fail-on-warn", "--file", os.devnull)
     session.run("pytest", "-q", "-n", "2", *session.posargs)

@@ -106,7 +106,7 @@ CHECKS: dict[str, Check] = {
     "unknown_keys": Check(
         "craft_apps.W004",
         "settings.CRAFT_APPS has unknown keys: {keys}; they are ignored.",
-        "Check their spelling against the README's list of settings.",
+        "Check their spelling against the list of settings in the docs (docs/settings.md).",
     ),
     "redis_timeout": Check(
         "craft_apps.W005",

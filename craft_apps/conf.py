@@ -146,7 +146,7 @@ def _parse_apps(value: object) -> object:
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting: where it is read, how it is parsed, and how the README documents it.
+    """One setting: where it is read, how it is parsed, and how the docs document it.
 
     ``parse`` raises ``TypeError``/``ValueError`` for a malformed value, which then counts as
     unset (its default) and is reported with ``expected``. A ``minimum`` raises a smaller
@@ -184,7 +184,7 @@ def _const(value: Any) -> Callable[[], Any]:
     return lambda: value
 
 
-# Every setting, in the README's order; tests/test_conf.py compares the README's table with it.
+# Every setting, in the docs' order: docs/settings.md's table is generated from it (docs/conf.py).
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "POLLING_ENABLED",

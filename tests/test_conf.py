@@ -151,17 +151,6 @@ def test_the_default_state_dir_is_under_the_sites_base_dir(settings):
     assert Path(settings.BASE_DIR) / "var" / "craft_apps" == app_settings.STATE_DIR
 
 
-def test_the_readme_table_is_the_settings_table():
-    """Every row of the README's settings table is derived from ``conf.SETTINGS``, in order."""
-    from craft_apps.conf import SETTINGS
-
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    header = "| `CRAFT_APPS` key | type | default | environment variable |"
-    rows = readme.split(header, 1)[1].split("\n\n", 1)[0].strip().splitlines()[1:]
-    expected = [f"| `{s.key}` | {s.type_doc} | {s.default_doc} | `{s.env}` |" for s in SETTINGS]
-    assert rows == expected
-
-
 def test_every_environment_variable_is_named_once_in_the_package():
     from craft_apps.conf import SETTINGS
 

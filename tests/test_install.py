@@ -1,6 +1,6 @@
 """The package as a new user gets it: the sdist and the wheel built from a copy of the source, the
 wheel installed into a fresh virtual environment beside a new ``django-admin startproject``
-site, the README's install script applied to it, then ``check --deploy``, the endpoint and the
+site, the docs' install script applied to it, then ``check --deploy``, the endpoint and the
 offline docs on a real ``runserver``.
 
 The environment gets exactly the versions this test runs with (a constraints file from this
@@ -104,8 +104,8 @@ def test_the_sdist_ships_no_tests_and_the_wheel_has_the_metadata(built: Built):
     assert f"## {version} " in (ROOT / "CHANGELOG.md").read_text()
 
 
-def test_the_readme_shows_the_install_script_as_it_is():
-    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), re.DOTALL)
+def test_the_install_page_shows_the_install_script_as_it_is():
+    blocks = re.findall(r"```sh\n(.*?)```", (ROOT / "docs" / "installation.md").read_text(), re.DOTALL)
     body = SCRIPT.read_text().split("set -eu\n", 1)[1]
     assert body.strip() in [textwrap.dedent(block).strip() for block in blocks]
 

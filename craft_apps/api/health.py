@@ -3,7 +3,7 @@
 Cheap and local: one look at the host's state file per request (three tiny SQLite reads), never
 GitHub or Redis, and never cached (``no-store``), so a probe always sees now. The rules are
 ``craft_apps.host.health``'s, the same ``craft_apps_status --check`` applies; ``?rules=`` picks
-some of them (``state_file,poller`` for a load balancer, see the README).
+some of them (``state_file,poller`` for a load balancer, see docs/operations.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What ``craft_apps_status`` shows: the host's state file and the fleet's Redis as one document.
 
 ``status_document`` builds a plain, JSON-ready dict (the ``--json`` output, its format in the
-README's "Operating it"); ``render_text`` lays the same document out for people, so the two
+docs' operations page, docs/operations.md); ``render_text`` lays the same document out for people, so the two
 never disagree. Health is ``craft_apps.host.health``'s rules, as the health endpoint applies
 them. Redis is read with the poller's own client and timeouts; any trouble there is reported
 in the document and never stops the command. ``read_notices`` counts the renames and notices
