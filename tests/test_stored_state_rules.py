@@ -16,6 +16,8 @@ from craft_apps.fleet.entry import app_entry_problems, decode_app_entry, encode_
 from craft_apps.host.store import StateStore
 from tests.support import publish, release
 
+REPO = "storytold/photocraft"  # the repository every shared fetch here is of
+
 
 @pytest.mark.parametrize(
     ("stored", "incoming", "gap", "wins"),
@@ -49,7 +51,7 @@ def test_both_stores_take_the_same_times(tmp_path: Path, fetched_ms: int):
     else:
         with pytest.raises(ValueError, match="fetched_ms"):
             publish(tmp_path, {"photocraft": state})
-    fields = encode_fetch(release(), '"e"', fetched_ms, "host-a")
+    fields = encode_fetch(release(), '"e"', fetched_ms, "host-a", REPO)
     entry = decode_app_entry(fields)
     assert (entry is not None and entry.fetched is not None) is valid
     assert bool(app_entry_problems(fields)) is not valid
@@ -64,7 +66,7 @@ def test_both_stores_take_the_same_etags(tmp_path: Path, etag: str):
     else:
         with pytest.raises(ValueError, match="etag"):
             publish(tmp_path, {"photocraft": state})
-    fields = encode_fetch(release(), etag, 1_700_000_000_000, "host-a")
+    fields = encode_fetch(release(), etag, 1_700_000_000_000, "host-a", REPO)
     entry = decode_app_entry(fields)
     assert (entry is not None and entry.fetched is not None) is valid
 
