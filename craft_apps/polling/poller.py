@@ -208,14 +208,16 @@ class Poller:
         entries, backoff = self.shared.read([key])
         now_ms = self.clock.now_ms()
         self.redis_log.succeeded(RedisOperation.READ, now_ms)
-        self._merge_entry(key, entries[0])
+        foreign = self._merge_entry(key, entries[0])
         self.backoff = backoff
         if backoff.is_active(now_ms):
             return "stop"
         requested = self._requested_due(key, now_ms)
         if not requested and not self._is_due(key, now_ms):
             return "skip"
-        window = REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
+        # A claim by a host that shares another repository's fetch for this key (other APPS)
+        # says nothing about ours: ask at once rather than wait out its window.
+        window = 0 if foreign else REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
         claimed = self.shared.claim(key, now_ms, window)
         self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
         if not claimed and requested:
@@ -330,19 +332,24 @@ class Poller:
         self._publish()
         return True
 
-    def _merge_entry(self, key: str, entry: SharedAppEntry | None) -> None:
+    def _merge_entry(self, key: str, entry: SharedAppEntry | None) -> bool:
+        """Takes what is newer in the app's fleet entry; True when its fetch is of another (or an
+        unrecorded, unproven) repository, which is left out."""
         if entry is None:
-            return
+            return False
         fetched = entry.fetched
+        foreign = False
         if fetched is not None:
             shared = AppState(latest_release=fetched.latest_release, etag=fetched.etag, repo=fetched.repo)
-            if not shared.fetch_is_of(self._repos[key], self.config.web_url):
+            foreign = not shared.fetch_is_of(self._repos[key], self.config.web_url)
+            if foreign:
                 self._report_foreign(key, fetched.repo, "Redis")
                 entry = replace(entry, fetched=None)  # its failure fields are still the app's
         merged = merge_shared(self.memory[key], entry)
         if merged is not None:
             self.memory[key] = self._rejudged(key, replace(merged, repo=self._repos[key]))
             self._unpublished.add(key)
+        return foreign
 
     def _own(self, key: str, state: AppState, where: str) -> AppState:
         """``state`` as the app's (``AppState.as_state_of``): a fetch of another repository, or
