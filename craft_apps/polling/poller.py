@@ -365,16 +365,29 @@ class Poller:
         if key in self._foreign_reported and self._foreign_reported[key] == other:
             return
         self._foreign_reported[key] = other
+        repo = self._repos[key]
+        if other is None:  # written by 0.2 or a reference pod, and its release doesn't show whose
+            logger.warning(
+                "Craft app releases: %s holds a fetch for %s that records no repository and "
+                "can't be shown to be of %s; not serving or sharing it as %s's, asking GitHub "
+                "about %s.",
+                where,
+                key,
+                repo,
+                key,
+                repo,
+            )
+            return
         logger.warning(
             "Craft app releases: %s holds a release of %s for %s, not of %s (APPS changed, or a "
             "host with other APPS shares this Redis); not serving or sharing it as %s's, "
             "asking GitHub about %s.",
             where,
-            other or "an unrecorded repository",
+            other,
             key,
-            self._repos[key],
+            repo,
             key,
-            self._repos[key],
+            repo,
         )
 
     def _rejudged(self, key: str, state: AppState) -> AppState:
