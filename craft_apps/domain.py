@@ -8,7 +8,7 @@ as a timestamp and stays a ``datetime``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from craft_apps.compat import StrEnum
@@ -85,6 +85,7 @@ class AppSpec:
 MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last instant we can write
 MAX_COUNT = 2**32 - 1  # the reference pods keep counts as u32
 MAX_ETAG_CHARS = 512  # GitHub's are about 70; an ETag goes back to GitHub in a header
+MAX_REPO_CHARS = 140  # owner (39) / name (100)
 
 
 def is_stored_time(value: object) -> bool:
@@ -102,6 +103,14 @@ def is_stored_etag(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= MAX_ETAG_CHARS and value.isprintable()
 
 
+def is_stored_repo(value: object) -> bool:
+    """A recorded ``owner/name``: one slash between two non-empty parts of printable text."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_REPO_CHARS or not value.isprintable():
+        return False
+    owner, _, name = value.partition("/")
+    return bool(owner and name) and "/" not in name and " " not in value
+
+
 def newer_wins(stored_ms: int | None, incoming_ms: int | None, *, min_gap_ms: int = 0) -> bool:
     """Whether an entry stamped ``incoming_ms`` replaces one stamped ``stored_ms``.
 
@@ -117,13 +126,33 @@ def newer_wins(stored_ms: int | None, incoming_ms: int | None, *, min_gap_ms: in
     return incoming_ms is not None and incoming_ms >= stored_ms + min_gap_ms
 
 
+def same_repo(a: str, b: str) -> bool:
+    """Whether two ``owner/name`` spellings name one repository, as GitHub compares them: without
+    regard to (ASCII) case. Every comparison of a stored repository with a configured one uses it."""
+    return a.lower() == b.lower()
+
+
+def release_page_is_of(release: Release, repo: str, web_url: str) -> bool:
+    """Whether the release's page lies in ``repo``'s releases on ``web_url``. Parsing rebuilds
+    any other page under the repository it was asked about, so a stored release names the
+    repository it was fetched for even when the row or hash that holds it doesn't."""
+    prefix = f"{web_url.rstrip('/')}/"
+    page = release.html_url
+    if not page.startswith(prefix):
+        return False
+    owner, _, rest = page[len(prefix) :].partition("/")
+    name, _, rest = rest.partition("/")
+    return bool(owner and name) and same_repo(f"{owner}/{name}", repo) and rest.startswith("releases/")
+
+
 @dataclass(slots=True)
 class AppState:
     """What one host knows about one app.
 
     ``latest_release`` is None both before the first fetch and when the repository has no
     release; ``fetched_ms`` tells the two apart. ``failed_ms``/``failures`` only count while the
-    failure is newer than the last fetch.
+    failure is newer than the last fetch. ``repo`` is the repository the fetch (release, ETag and
+    time) is of; None when its writer did not record one (0.2, or a 0.2 host's later write).
     """
 
     latest_release: Release | None = None
@@ -131,6 +160,30 @@ class AppState:
     etag: str | None = None
     failed_ms: int | None = None
     failures: int = 0
+    repo: str | None = None
+
+    def has_fetch(self) -> bool:
+        """Whether any part of a fetch is held (a time, a release or an ETag)."""
+        return self.fetched_ms is not None or self.latest_release is not None or self.etag is not None
+
+    def fetch_is_of(self, repo: str, web_url: str) -> bool:
+        """Whether the fetch held is ``repo``'s and may be served, revalidated and shared as its.
+        A recorded repository decides; an unrecorded one is ``repo``'s only when the release's
+        page says so (a fetch without a release, or without a page in ``repo``, is not: it is
+        asked about again, at once and without its ETag, which costs one request)."""
+        if self.repo is not None:
+            return same_repo(self.repo, repo)
+        return self.latest_release is not None and release_page_is_of(self.latest_release, repo, web_url)
+
+    def as_state_of(self, repo: str, web_url: str) -> AppState:
+        """This state as ``repo``'s, recorded so: the same when its fetch is ``repo``'s (or there
+        is none and no other repository is recorded), otherwise nothing at all, failures
+        included, for they were of the other repository too."""
+        if self.has_fetch() and not self.fetch_is_of(repo, web_url):
+            return AppState(repo=repo)
+        if self.repo is not None and not same_repo(self.repo, repo):
+            return AppState(repo=repo)
+        return self if self.repo == repo else replace(self, repo=repo)
 
     def is_failing(self) -> bool:
         if self.failed_ms is None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -70,14 +71,27 @@ def release(
     )
 
 
-def publish(state_dir: Path, apps: dict[str, AppState], clock: FakeClock | None = None) -> StateStore:
-    """Writes ``apps`` to the host state file as a poller holding the lease would."""
+def publish(
+    state_dir: Path,
+    apps: dict[str, AppState],
+    clock: FakeClock | None = None,
+    repos: Mapping[str, str] | None = None,
+) -> StateStore:
+    """Writes ``apps`` to the host state file as a poller holding the lease would: a state that
+    records no repository gets the one ``repos`` (by default the ``APPS`` setting) gives its key,
+    as the poller records its app's."""
+    if repos is None:
+        from craft_apps.conf import app_settings
+
+        repos = {app.key: app.repo for app in app_settings.APPS}
     store = StateStore(state_dir)
     store.open_for_writing()
     lease = Lease(store, holder="test-writer", clock=clock or FakeClock())
     assert lease.try_acquire()
     assert lease.fence is not None
     for key, state in apps.items():
+        if state.repo is None and key in repos:
+            state = replace(state, repo=repos[key])
         assert store.put_app(key, state, fence=lease.fence)
     lease.release()
     return store

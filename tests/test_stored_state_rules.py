@@ -7,6 +7,7 @@ the other refuses too.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from craft_apps.domain import MAX_TIME_MS, AppState, newer_wins
 from craft_apps.fleet.entry import app_entry_problems, decode_app_entry, encode_fetch
 from craft_apps.host.store import StateStore
 from tests.support import publish, release
+
+REPO = "storytold/photocraft"  # the repository every shared fetch here is of
 
 
 @pytest.mark.parametrize(
@@ -49,7 +52,7 @@ def test_both_stores_take_the_same_times(tmp_path: Path, fetched_ms: int):
     else:
         with pytest.raises(ValueError, match="fetched_ms"):
             publish(tmp_path, {"photocraft": state})
-    fields = encode_fetch(release(), '"e"', fetched_ms, "host-a")
+    fields = encode_fetch(release(), '"e"', fetched_ms, "host-a", REPO)
     entry = decode_app_entry(fields)
     assert (entry is not None and entry.fetched is not None) is valid
     assert bool(app_entry_problems(fields)) is not valid
@@ -64,7 +67,7 @@ def test_both_stores_take_the_same_etags(tmp_path: Path, etag: str):
     else:
         with pytest.raises(ValueError, match="etag"):
             publish(tmp_path, {"photocraft": state})
-    fields = encode_fetch(release(), etag, 1_700_000_000_000, "host-a")
+    fields = encode_fetch(release(), etag, 1_700_000_000_000, "host-a", REPO)
     entry = decode_app_entry(fields)
     assert (entry is not None and entry.fetched is not None) is valid
 
@@ -74,4 +77,6 @@ def test_the_host_store_refuses_to_go_back_in_time(tmp_path: Path):
     older = AppState(latest_release=None, fetched_ms=GOOD.fetched_ms - 1)  # type: ignore[operator]
     with pytest.raises(AssertionError):  # publish asserts every write was taken
         publish(tmp_path, {"photocraft": older})
-    assert store.read().apps["photocraft"] == GOOD
+    assert store.read().apps["photocraft"] == replace(
+        GOOD, repo="storytold/photocraft"
+    )  # as publish records it

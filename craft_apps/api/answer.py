@@ -2,7 +2,9 @@
 
 Every configured app is listed; one that was never fetched has no ``latest_release`` and no
 ``app_last_fetched``. ``last_fetched`` is the oldest ``app_last_fetched``, and None until every
-app was fetched (so a cold host's answer is never cached downstream).
+app was fetched (so a cold host's answer is never cached downstream). A stored fetch of another
+repository than the app's (``APPS`` changed, the poller not yet run since) is listed as never
+fetched: it is never served under the app's repository (``AppState.as_state_of``).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from craft_apps.instants import ms_to_datetime
 RECHECK_S = 0.1  # the endpoint looks at the state file at most this often: a change shows within it
 
 
-def build_release_info(apps: Iterable[AppSpec], states: Mapping[str, AppState]) -> ReleaseInfo:
+def build_release_info(apps: Iterable[AppSpec], states: Mapping[str, AppState], web_url: str) -> ReleaseInfo:
     listed: dict[str, AppReleaseInfo] = {}
     fetched_times: list[int | None] = []
     for app in sorted(apps, key=lambda spec: spec.key):
-        state = states.get(app.key)
+        stored = states.get(app.key)
+        state = None if stored is None else stored.as_state_of(app.repo, web_url)
         fetched_ms = state.fetched_ms if state else None
         fetched_times.append(fetched_ms)
         listed[app.key] = AppReleaseInfo(

@@ -108,7 +108,7 @@ class AnswerCache:
             return self._fallback(apps, str(err), notices)
         except Exception as err:  # the endpoint never fails, whatever the state file does
             return self._fallback(apps, f"{type(err).__name__}: {err}", notices)
-        answer = encode_answer(build_release_info(apps, snapshot.apps), notices)
+        answer = encode_answer(build_release_info(apps, snapshot.apps, app_settings.GITHUB_WEB_URL), notices)
         with self._lock:
             self._key, self._answer = (store.path, (marker[0], snapshot.version), apps, notices), answer
         self._readable_again(store)
@@ -141,7 +141,8 @@ class AnswerCache:
                 )
             if self._answer is not None:
                 return self._answer
-        return encode_answer(build_release_info(apps, dict[str, AppState]()), notices)
+        nothing = build_release_info(apps, dict[str, AppState](), app_settings.GITHUB_WEB_URL)
+        return encode_answer(nothing, notices)
 
     def _store(self, state_dir: Path) -> StateStore:
         store = self._stores.get(state_dir)

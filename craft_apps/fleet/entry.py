@@ -7,7 +7,14 @@ is in ``shared_store``. Keys and fields are those of the reference pods, so both
   ``etag`` that answer's ETag, empty for none; ``release`` the release as JSON
   (``craft_apps.codec``), ``null`` when the repository has none;
 - ``failed_ms`` / ``failures`` the last failed request and failures in a row by then;
-- ``claimed_ms`` when a host last started a request for the app; ``by`` the last writer's host.
+- ``claimed_ms`` when a host last started a request for the app; ``by`` the last writer's host;
+- ``repo`` the repository (``owner/name``) the fetch is of and ``repo_fetched_ms`` the
+  ``fetched_ms`` it was written with: fields of our own, beside the reference's. Every 200 and
+  304 this code shares writes both with the time. A writer that doesn't know them (0.2, the
+  reference pods) leaves them behind when it moves ``fetched_ms``; then, as when they are
+  absent, the fetch is of an unrecorded repository (``SharedFetch.repo`` None), which a host
+  takes as its app's only when the release's page is in the app's repository
+  (``AppState.fetch_is_of``). Those writers ignore fields they don't know.
 
 ``{prefix}backoff``, a hash kept 1 day (deleted after a good round): ``v``, ``until_ms`` (no
 host asks GitHub before it), ``trouble`` (troubled rounds in a row), ``by``.
@@ -26,7 +33,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from craft_apps.codec import decode_release, encode_release
-from craft_apps.domain import MAX_COUNT, Backoff, Release, is_stored_count, is_stored_etag, is_stored_time
+from craft_apps.domain import (
+    MAX_COUNT,
+    Backoff,
+    Release,
+    is_stored_count,
+    is_stored_etag,
+    is_stored_repo,
+    is_stored_time,
+)
 from craft_apps.text import one_line
 
 DEFAULT_KEY_PREFIX = "craftApps:releases:"
@@ -44,6 +59,8 @@ FIELD_CLAIMED_MS = "claimed_ms"
 FIELD_BY = "by"
 FIELD_UNTIL_MS = "until_ms"
 FIELD_TROUBLE = "trouble"
+FIELD_REPO = "repo"
+FIELD_REPO_FETCHED_MS = "repo_fetched_ms"
 
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -52,11 +69,12 @@ RawHash = Mapping[str, str] | Mapping[bytes, bytes] | Mapping[str | bytes, str |
 
 @dataclass(frozen=True, slots=True)
 class SharedFetch:
-    """A 200 or 304 from GitHub, as some host shared it."""
+    """A 200 or 304 from GitHub, as some host shared it; ``repo`` None: not recorded."""
 
     latest_release: Release | None
     etag: str | None
     fetched_ms: int
+    repo: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +166,11 @@ def _decode_fetch(
     if etag and not is_stored_etag(etag):
         problems.append(f"{FIELD_ETAG} {etag[:40]!r} is not one line of printable text")
         return None
-    return SharedFetch(latest_release=release, etag=etag or None, fetched_ms=fetched_ms)
+    repo = fields.get(FIELD_REPO)
+    recorded = is_stored_repo(repo) and _integer(fields.get(FIELD_REPO_FETCHED_MS)) == fetched_ms
+    return SharedFetch(
+        latest_release=release, etag=etag or None, fetched_ms=fetched_ms, repo=repo if recorded else None
+    )
 
 
 def _integer(text: str | None) -> int | None:
@@ -186,20 +208,34 @@ def _clamp_count(number: int, low: int) -> int:
     return min(max(number, low), MAX_COUNT)
 
 
-def encode_fetch(release: Release | None, etag: str | None, fetched_ms: int, by: str) -> dict[str, str]:
-    """The fields of a 200: the release, its ETag and the time, together."""
+def encode_fetch(
+    release: Release | None, etag: str | None, fetched_ms: int, by: str, repo: str
+) -> dict[str, str]:
+    """The fields of a 200: the release, its ETag, the time and its repository, together."""
     return {
         FIELD_VERSION: FORMAT_VERSION,
         FIELD_FETCHED_MS: str(fetched_ms),
         FIELD_ETAG: etag or "",
         FIELD_RELEASE: encode_release(release),
         FIELD_BY: by,
+        **_repo_fields(repo, fetched_ms),
     }
 
 
-def encode_unchanged(fetched_ms: int, by: str) -> dict[str, str]:
-    """The fields of a 304: only the time moves."""
-    return {FIELD_VERSION: FORMAT_VERSION, FIELD_FETCHED_MS: str(fetched_ms), FIELD_BY: by}
+def encode_unchanged(fetched_ms: int, by: str, repo: str) -> dict[str, str]:
+    """The fields of a 304: the time moves, and the repository is recorded with it."""
+    return {
+        FIELD_VERSION: FORMAT_VERSION,
+        FIELD_FETCHED_MS: str(fetched_ms),
+        FIELD_BY: by,
+        **_repo_fields(repo, fetched_ms),
+    }
+
+
+def _repo_fields(repo: str, fetched_ms: int) -> dict[str, str]:
+    if not is_stored_repo(repo):
+        raise ValueError(f"not a repository to record: {repo!r}")
+    return {FIELD_REPO: repo, FIELD_REPO_FETCHED_MS: str(fetched_ms)}
 
 
 def encode_failure(failure: SharedFailure, by: str) -> dict[str, str]:

@@ -77,12 +77,16 @@ _SMALL_FIELDS = (
     shared_entry.FIELD_FAILED_MS,
     shared_entry.FIELD_FAILURES,
     shared_entry.FIELD_CLAIMED_MS,
+    shared_entry.FIELD_REPO,
+    shared_entry.FIELD_REPO_FETCHED_MS,
 )
 _FETCH_FIELDS = (
     shared_entry.FIELD_VERSION,
     shared_entry.FIELD_FETCHED_MS,
     shared_entry.FIELD_ETAG,
     shared_entry.FIELD_RELEASE,
+    shared_entry.FIELD_REPO,
+    shared_entry.FIELD_REPO_FETCHED_MS,
 )
 _NOT_A_HASH: tuple[object, ...] = ("WRONGTYPE",)
 _Value = str | bytes  # a field's value as the client answers it
@@ -435,20 +439,23 @@ class SharedStore:
             self._claims[key] = now_ms
         return claimed
 
-    def write_fetched(self, app_key: str, release: Release | None, etag: str | None, fetched_ms: int) -> bool:
-        """Shares a 200 unless a newer fetch is shared already. Returns whether written."""
+    def write_fetched(
+        self, app_key: str, release: Release | None, etag: str | None, fetched_ms: int, repo: str
+    ) -> bool:
+        """Shares a 200 of ``repo`` unless a newer fetch is shared already. Returns whether
+        written."""
         return self.apply(
             GuardedWrite(
                 key=self.app_key(app_key),
                 time_field=shared_entry.FIELD_FETCHED_MS,
                 time_ms=fetched_ms,
-                fields=shared_entry.encode_fetch(release, etag, fetched_ms, self._hostname),
+                fields=shared_entry.encode_fetch(release, etag, fetched_ms, self._hostname, repo),
                 full=True,
             )
         )
 
     def write_unchanged(
-        self, app_key: str, release: Release | None, etag: str | None, fetched_ms: int
+        self, app_key: str, release: Release | None, etag: str | None, fetched_ms: int, repo: str
     ) -> bool:
         """Shares a 304 for ``release`` with ETag ``etag``. When this store's last read of the
         app's hash held a readable fetch, moves only the fetch time, and only while that release
@@ -456,7 +463,7 @@ class SharedStore:
         another format, garbage), shares the whole entry as a 200 would, so the fleet learns
         again what this host knows. Returns whether written."""
         if not self._fetch_read.get(self.app_key(app_key), False):
-            return self.write_fetched(app_key, release, etag, fetched_ms)
+            return self.write_fetched(app_key, release, etag, fetched_ms, repo)
         if not etag:
             return False  # nothing to tie the time to the shared release
         return self.apply(
@@ -464,7 +471,7 @@ class SharedStore:
                 key=self.app_key(app_key),
                 time_field=shared_entry.FIELD_FETCHED_MS,
                 time_ms=fetched_ms,
-                fields=shared_entry.encode_unchanged(fetched_ms, self._hostname),
+                fields=shared_entry.encode_unchanged(fetched_ms, self._hostname, repo),
                 required_etag=etag,
             )
         )

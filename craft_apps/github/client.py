@@ -70,7 +70,8 @@ class Fetched:
 
 @dataclass(frozen=True)
 class NotModified:
-    """The ``ETag`` sent still matches: what the caller has is current."""
+    """The ``ETag`` sent still matches: what the caller has is current. Only ever the answer to a
+    request that sent one; a 304 to a request without it is ``Failed``."""
 
 
 @dataclass(frozen=True)
@@ -174,11 +175,12 @@ class GitHubClient:
         if self._token_unusable:
             return Failed("the GitHub token holds characters an HTTP header cannot carry")
         url = f"{self._api_url}/repos/{repo}/releases/latest"
+        headers = self._headers(repo, etag)
         with _Deadline(self._total_timeout) as deadline:
             try:
                 response = self._session.get(
                     url,
-                    headers=self._headers(repo, etag),
+                    headers=headers,
                     timeout=(self._connect_timeout, self._total_timeout),
                     stream=True,
                     allow_redirects=True,
@@ -192,7 +194,7 @@ class GitHubClient:
             # Closing an unread answer drops its connection instead of reading the rest.
             with response:
                 try:
-                    outcome = self._outcome(repo, response)
+                    outcome = self._outcome(repo, response, revalidating="If-None-Match" in headers)
                 except requests.RequestException as exc:
                     return self._request_failed(exc, deadline)
             # A socket cut mid-headers reads like an answer that ended there: never trust it.
@@ -223,7 +225,7 @@ class GitHubClient:
             return configured
         return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
 
-    def _outcome(self, repo: str, response: requests.Response) -> FetchOutcome:
+    def _outcome(self, repo: str, response: requests.Response, *, revalidating: bool) -> FetchOutcome:
         status = response.status_code
         if status == 200:
             body = self._read_release_body(response)
@@ -236,7 +238,11 @@ class GitHubClient:
             return Fetched(release=release, etag=_usable_etag(response.headers.get("ETag")))
         message = _error_message(response, self._token)
         if status == 304:
-            return NotModified()
+            # Only an ETag we sent can be "not modified": a 304 to a plain request (a confused
+            # proxy or cache) says nothing about the release, so it is a failed request.
+            if revalidating:
+                return NotModified()
+            return Failed("HTTP 304 Not Modified to a request that sent no ETag (If-None-Match)")
         if status == 404:
             return Fetched(release=None, etag=None)
         headers = response.headers

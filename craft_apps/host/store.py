@@ -5,12 +5,17 @@ release with its ETag, fetch and failure times; the host's GitHub backoff; a cha
 endpoint keys its cached body on; and the poller lease (``craft_apps.host.lease``). Exactly one
 poller per host writes, and every write carries the lease's ``Fence``; web workers only read.
 
+Each row records the repository its fetch is of (``repo``) with the fetch time it was recorded
+at (``repo_fetched_ms``): a row whose fetch a writer that doesn't know the column (0.2) moved
+since reads as of an unrecorded repository (``AppState.repo`` None), never as the recorded one.
+
 Invariants: a write changes all of one app's fields or none, and never moves an app's fetch back
-in time; a write whose fence is not this file's current holder, number and epoch changes
-nothing; a file this code cannot use (corrupt, newer format, locked, unreadable, a symbolic
-link) raises ``StateUnavailable`` with a one-line message and is never rewritten; a reader never
-creates the file, and a writer creates it whole (built aside, then linked into place, never over
-another file), so nobody ever sees it half made; no token is stored.
+in time (but a fetch of another or an unrecorded repository is replaced whatever its time); a
+write whose fence is not this file's current holder, number and epoch changes nothing; a file
+this code cannot use (corrupt, newer format, locked, unreadable, a symbolic link) raises
+``StateUnavailable`` with a one-line message and is never rewritten; a reader never creates the
+file, and a writer creates it whole (built aside, then linked into place, never over another
+file), so nobody ever sees it half made; no token is stored.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ from craft_apps.domain import (
     Backoff,
     is_stored_count,
     is_stored_etag,
+    is_stored_repo,
     is_stored_time,
     newer_wins,
+    same_repo,
 )
 from craft_apps.text import one_line
 
@@ -51,11 +58,15 @@ POLLER_LEASE = "poller"
 # The epoch arrived after format 1 shipped: an older file gains the column in place (the default
 # matches no fence), and older code, which names its columns, still reads and writes the file.
 _EPOCH_COLUMN = "epoch TEXT NOT NULL DEFAULT ''"
+# The repository of each row's fetch arrived the same way: a file of 0.2 gains both columns
+# (NULL: an unrecorded repository) when a poller opens it for writing; 0.2 names its columns,
+# so it still reads and writes the file, and its writes leave them behind the fetch time.
+_REPO_COLUMNS = ("repo TEXT", "repo_fetched_ms INTEGER")
 _SCHEMA = (
     "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
     "INSERT INTO store_meta (id, version) VALUES (1, 0)",
     "CREATE TABLE app_state (key TEXT PRIMARY KEY, release_json TEXT NOT NULL, etag TEXT,"
-    " fetched_ms INTEGER, failed_ms INTEGER, failures INTEGER NOT NULL)",
+    f" fetched_ms INTEGER, failed_ms INTEGER, failures INTEGER NOT NULL, {', '.join(_REPO_COLUMNS)})",
     "CREATE TABLE backoff (id INTEGER PRIMARY KEY CHECK (id = 1), until_ms INTEGER,"
     " trouble INTEGER NOT NULL)",
     "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
@@ -66,7 +77,8 @@ _TABLES = frozenset({"store_meta", "app_state", "backoff", "lease"})
 
 # The format check rides along with the counter so that version() stays one tiny query.
 _VERSION_QUERY = "SELECT user_version, (SELECT version FROM store_meta WHERE id = 1) FROM pragma_user_version"
-_APP_COLUMNS = "release_json, etag, fetched_ms, failed_ms, failures"
+_APP_COLUMNS_0_2 = "release_json, etag, fetched_ms, failed_ms, failures"
+_APP_COLUMNS = f"{_APP_COLUMNS_0_2}, repo, repo_fetched_ms"
 
 # Only expired leases can change hands, and the fence goes up whenever they do; one statement,
 # so two processes racing for the same expired lease cannot both see it expired. Every custody
@@ -88,10 +100,11 @@ _INSERT_LEASE = (
     " VALUES (:name, :holder, :fence, :expires_ms, :epoch)"
 )
 _UPSERT_APP = (
-    f"INSERT INTO app_state (key, {_APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+    f"INSERT INTO app_state (key, {_APP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (key) DO UPDATE SET release_json = excluded.release_json,"
     " etag = excluded.etag, fetched_ms = excluded.fetched_ms,"
-    " failed_ms = excluded.failed_ms, failures = excluded.failures"
+    " failed_ms = excluded.failed_ms, failures = excluded.failures,"
+    " repo = excluded.repo, repo_fetched_ms = excluded.repo_fetched_ms"
 )
 _UPSERT_BACKOFF = (
     "INSERT INTO backoff (id, until_ms, trouble) VALUES (1, ?, ?) ON CONFLICT (id)"
@@ -200,7 +213,8 @@ class StateStore:
                 version = self._read_version(db)
                 if version is None:
                     return StateSnapshot(0)
-                rows = db.execute(f"SELECT key, {_APP_COLUMNS} FROM app_state ORDER BY key").fetchall()
+                columns = _APP_COLUMNS if _has_repo_columns(db) else f"{_APP_COLUMNS_0_2}, NULL, NULL"
+                rows = db.execute(f"SELECT key, {columns} FROM app_state ORDER BY key").fetchall()
                 backoff_row = db.execute("SELECT until_ms, trouble FROM backoff WHERE id = 1").fetchone()
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
@@ -287,6 +301,7 @@ class StateStore:
             with _transaction(db, "BEGIN IMMEDIATE"):
                 self._create_schema_if_blank(db)
                 self._add_epoch_if_missing(db)
+                self._add_repo_if_missing(db)
             file_id = self._file_id()
             if file_id is None:
                 raise self.missing()
@@ -315,7 +330,7 @@ class StateStore:
                 self._check_fence(db, fence)
                 old = db.execute(f"SELECT {_APP_COLUMNS} FROM app_state WHERE key = ?", (key,)).fetchone()
                 stored_fetched = old[2] if old is not None and is_stored_time(old[2]) else None
-                if not newer_wins(stored_fetched, state.fetched_ms):
+                if not newer_wins(stored_fetched, state.fetched_ms) and _same_repo_row(old, state):
                     return False
                 new = _encode_app(key, state)
                 if old is None or tuple(old) != new:
@@ -581,6 +596,17 @@ class StateStore:
         if "epoch" not in {str(row[1]) for row in db.execute("PRAGMA table_info(lease)")}:
             db.execute(f"ALTER TABLE lease ADD COLUMN {_EPOCH_COLUMN}")
 
+    def _add_repo_if_missing(self, db: sqlite3.Connection) -> None:
+        if not _has_repo_columns(db):
+            for column in _REPO_COLUMNS:
+                db.execute(f"ALTER TABLE app_state ADD COLUMN {column}")
+            self._bump_version(db)  # readers look again, and see every row's repository unrecorded
+            logger.info(
+                "craft_apps state file %s: app rows now record their repository (rows of 0.2 are "
+                "kept; each is taken as its app's while its release's page is in the app's repository)",
+                self.path,
+            )
+
     def _create_whole(self, fill: Callable[[sqlite3.Connection], None] | None) -> bool:
         """Builds a complete file (schema, then ``fill``) beside the real one and links it into
         place. False, with nothing changed, when a file appeared there first: link(2), unlike
@@ -733,7 +759,31 @@ def _stat_id(result: os.stat_result) -> tuple[int, int]:
     return (result.st_dev, result.st_ino)
 
 
-def _encode_app(key: str, state: AppState) -> tuple[str, str | None, int | None, int | None, int]:
+def _has_repo_columns(db: sqlite3.Connection) -> bool:
+    return "repo_fetched_ms" in {str(row[1]) for row in db.execute("PRAGMA table_info(app_state)")}
+
+
+def _row_repo(repo: object, repo_fetched_ms: object, fetched_ms: object) -> str | None:
+    """A row's recorded repository; None when unrecorded, unreadable or left behind by a later
+    write of the fetch that didn't record one."""
+    if not is_stored_repo(repo) or repo_fetched_ms != fetched_ms:
+        return None
+    assert isinstance(repo, str)
+    return repo
+
+
+def _same_repo_row(old: tuple[Any, ...] | None, state: AppState) -> bool:
+    """Whether the time guard applies: unless ``state`` records a repository and the stored row's
+    fetch is of another or an unrecorded one (then the row is replaced, whatever its time)."""
+    if old is None or state.repo is None:
+        return True
+    stored = _row_repo(old[5], old[6], old[2])
+    return stored is not None and state.repo is not None and same_repo(stored, state.repo)
+
+
+def _encode_app(
+    key: str, state: AppState
+) -> tuple[str, str | None, int | None, int | None, int, str | None, int | None]:
     for name in ("fetched_ms", "failed_ms"):
         value = getattr(state, name)
         if value is not None and not is_stored_time(value):
@@ -746,11 +796,21 @@ def _encode_app(key: str, state: AppState) -> tuple[str, str | None, int | None,
         release_json = encode_release(state.latest_release)
     except Exception as err:
         raise ValueError(f"app {key!r}: the release cannot be encoded ({one_line(err)})") from err
-    return (release_json, state.etag, state.fetched_ms, state.failed_ms, state.failures)
+    if state.repo is not None and not is_stored_repo(state.repo):
+        raise ValueError(f"app {key!r}: repo must be owner/name or None, not {state.repo!r}")
+    return (
+        release_json,
+        state.etag,
+        state.fetched_ms,
+        state.failed_ms,
+        state.failures,
+        state.repo,
+        None if state.repo is None else state.fetched_ms,
+    )
 
 
 def _decode_app_row(row: tuple[Any, ...]) -> tuple[str, AppState]:
-    key, release_json, etag, fetched_ms, failed_ms, failures = row
+    key, release_json, etag, fetched_ms, failed_ms, failures, repo, repo_fetched_ms = row
     if not isinstance(key, str):
         raise ValueError("the key is not text")
     if not isinstance(release_json, str):
@@ -768,6 +828,7 @@ def _decode_app_row(row: tuple[Any, ...]) -> tuple[str, AppState]:
         etag=etag,
         failed_ms=failed_ms,
         failures=failures,
+        repo=_row_repo(repo, repo_fetched_ms, fetched_ms),
     )
 
 

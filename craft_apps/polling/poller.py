@@ -52,7 +52,14 @@ class SharedFetchWrite(Protocol):
     """``SharedStore.write_fetched`` or ``SharedStore.write_unchanged``, unbound."""
 
     def __call__(
-        self, store: SharedStore, /, app_key: str, release: Release | None, etag: str | None, fetched_ms: int
+        self,
+        store: SharedStore,
+        /,
+        app_key: str,
+        release: Release | None,
+        etag: str | None,
+        fetched_ms: int,
+        repo: str,
     ) -> bool: ...
 
 
@@ -102,7 +109,7 @@ class Poller:
         self.clock = clock
         self.shared = shared
         self.still_leader = still_leader
-        self.memory: dict[str, AppState] = {app.key: AppState() for app in config.apps}
+        self.memory: dict[str, AppState] = {app.key: AppState(repo=app.repo) for app in config.apps}
         self._repos = {app.key: app.repo for app in config.apps}
         self.backoff = Backoff()
         self.redis_log = RedisTroubleLog()
@@ -111,6 +118,7 @@ class Poller:
         self._unpublished: set[str] = set()
         self._backoff_unpublished = False
         self._write_trouble = False  # logged once until a write succeeds again
+        self._foreign_reported: dict[str, str | None] = {}  # app key -> the other repository logged
 
     # -- start-up -------------------------------------------------------------------------
 
@@ -124,14 +132,20 @@ class Poller:
             return
         for key in self.memory:
             if key in snapshot.apps:
-                self.memory[key] = self._rejudged(key, snapshot.apps[key])
+                stored = snapshot.apps[key]
+                own = self._own(key, stored, "the host's state file")
+                if own != stored:
+                    self._unpublished.add(key)  # written back: recorded, or replaced by nothing
+                self.memory[key] = self._rejudged(key, own)
         self.backoff = snapshot.backoff
 
     def held_state(self) -> StateSnapshot:
         """Everything this poller knows about the apps and the backoff (memory holds the fleet's
         entries too, merged every tick): what a deleted state file is made anew from. Safe to
         call from the lease keeper's thread (a copy of a dict of frozen values)."""
-        known = {key: state for key, state in dict(self.memory).items() if state != AppState()}
+        known = {
+            key: state for key, state in dict(self.memory).items() if state != AppState(repo=self._repos[key])
+        }
         return StateSnapshot(0, known, self.backoff)
 
     def warm_start(self) -> bool:
@@ -194,14 +208,16 @@ class Poller:
         entries, backoff = self.shared.read([key])
         now_ms = self.clock.now_ms()
         self.redis_log.succeeded(RedisOperation.READ, now_ms)
-        self._merge_entry(key, entries[0])
+        foreign = self._merge_entry(key, entries[0])
         self.backoff = backoff
         if backoff.is_active(now_ms):
             return "stop"
         requested = self._requested_due(key, now_ms)
         if not requested and not self._is_due(key, now_ms):
             return "skip"
-        window = REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
+        # A claim by a host that shares another repository's fetch for this key (other APPS)
+        # says nothing about ours: ask at once rather than wait out its window.
+        window = 0 if foreign else REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
         claimed = self.shared.claim(key, now_ms, window)
         self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
         if not claimed and requested:
@@ -218,7 +234,7 @@ class Poller:
         _count(result, outcome)
         if isinstance(outcome, Fetched):
             self.memory[app.key] = replace(
-                state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms
+                state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms, repo=app.repo
             )
             share = self._share_fetch(app.key, SharedStore.write_fetched, now_ms)
         elif isinstance(outcome, NotModified):
@@ -256,7 +272,14 @@ class Poller:
         """How a 200 or a 304 is shared: with what this host holds now, the store deciding how
         much of it to write (after a 304, the whole entry only when Redis has none it can read)."""
         kept = self.memory[key]
-        return partial(write, app_key=key, release=kept.latest_release, etag=kept.etag, fetched_ms=now_ms)
+        return partial(
+            write,
+            app_key=key,
+            release=kept.latest_release,
+            etag=kept.etag,
+            fetched_ms=now_ms,
+            repo=self._repos[key],
+        )
 
     def _update_backoff(self, result: RoundResult, mode: PollMode) -> None:
         previous = self.backoff
@@ -309,13 +332,63 @@ class Poller:
         self._publish()
         return True
 
-    def _merge_entry(self, key: str, entry: SharedAppEntry | None) -> None:
+    def _merge_entry(self, key: str, entry: SharedAppEntry | None) -> bool:
+        """Takes what is newer in the app's fleet entry; True when its fetch is of another (or an
+        unrecorded, unproven) repository, which is left out."""
         if entry is None:
-            return
+            return False
+        fetched = entry.fetched
+        foreign = False
+        if fetched is not None:
+            shared = AppState(latest_release=fetched.latest_release, etag=fetched.etag, repo=fetched.repo)
+            foreign = not shared.fetch_is_of(self._repos[key], self.config.web_url)
+            if foreign:
+                self._report_foreign(key, fetched.repo, "Redis")
+                entry = replace(entry, fetched=None)  # its failure fields are still the app's
         merged = merge_shared(self.memory[key], entry)
         if merged is not None:
-            self.memory[key] = self._rejudged(key, merged)
+            self.memory[key] = self._rejudged(key, replace(merged, repo=self._repos[key]))
             self._unpublished.add(key)
+        return foreign
+
+    def _own(self, key: str, state: AppState, where: str) -> AppState:
+        """``state`` as the app's (``AppState.as_state_of``): a fetch of another repository, or
+        of an unrecorded one whose release doesn't show it is the app's, is dropped, so the app
+        is asked about at once and without that fetch's ETag. Logged once per other repository."""
+        repo = self._repos[key]
+        own = state.as_state_of(repo, self.config.web_url)
+        if own == AppState(repo=repo) and state.has_fetch():
+            self._report_foreign(key, state.repo, where)
+        return own
+
+    def _report_foreign(self, key: str, other: str | None, where: str) -> None:
+        if key in self._foreign_reported and self._foreign_reported[key] == other:
+            return
+        self._foreign_reported[key] = other
+        repo = self._repos[key]
+        if other is None:  # written by 0.2 or a reference pod, and its release doesn't show whose
+            logger.warning(
+                "Craft app releases: %s holds a fetch for %s that records no repository and "
+                "can't be shown to be of %s; not serving or sharing it as %s's, asking GitHub "
+                "about %s.",
+                where,
+                key,
+                repo,
+                key,
+                repo,
+            )
+            return
+        logger.warning(
+            "Craft app releases: %s holds a release of %s for %s, not of %s (APPS changed, or a "
+            "host with other APPS shares this Redis); not serving or sharing it as %s's, "
+            "asking GitHub about %s.",
+            where,
+            other,
+            key,
+            repo,
+            key,
+            repo,
+        )
 
     def _rejudged(self, key: str, state: AppState) -> AppState:
         """``state`` whose release passes today's rules (``github.parsing.rejudge``); one they

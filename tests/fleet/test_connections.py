@@ -20,6 +20,8 @@ from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer, free_port
 from tests.fleet.silent_redis import SilentRedis
 
+REPO = "storytold/photocraft"  # the repository every shared fetch here is of
+
 ALIAS = "craft_apps_test"
 
 
@@ -27,7 +29,7 @@ def calls(pod: SharedStore) -> dict[str, Callable[[], object]]:
     return {
         "read": lambda: pod.read(["photocraft", "vectorcraft"]),
         "claim": lambda: pod.claim("photocraft", t(0)),
-        "write_fetched": lambda: pod.write_fetched("photocraft", release(), '"e1"', t(1)),
+        "write_fetched": lambda: pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO),
         "write_backoff": lambda: pod.write_backoff(Backoff(until_ms=t(9), trouble=1)),
     }
 
@@ -127,15 +129,15 @@ def test_a_paused_redis_times_out_and_is_used_again_once_it_answers(fresh_redis_
         fails_within(2, calls(pod)["write_fetched"])
     finally:
         fresh_redis_server.resume()
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1))
+    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     assert not pod.scripts_refused
 
 
 def test_a_killed_redis_is_trouble_and_a_restarted_one_is_used_again(fresh_redis_server: RedisServer) -> None:
     pod = SharedStore(fresh_redis_server.client(), hostname="pod-a")
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1))
+    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     fresh_redis_server.kill()
     fails_within(3, calls(pod)["read"])
     fresh_redis_server.restart()
     assert pod.read(["photocraft"]) == ([None], Backoff()), "an empty Redis after the restart"
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1)), "the script is loaded again"
+    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO), "the script is loaded again"

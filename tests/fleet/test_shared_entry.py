@@ -32,6 +32,8 @@ from craft_apps.fleet.entry import (
 )
 from tests.fleet.helpers import release, t
 
+REPO = "storytold/photocraft"  # the repository every shared fetch here is of
+
 BY = "web-7f9c"
 
 
@@ -45,40 +47,65 @@ def test_key_names_match_the_reference() -> None:
 
 
 def test_a_fetch_round_trips_as_redis_returns_it() -> None:
-    fields = encode_fetch(release(), '"e1"', t(0), BY)
+    fields = encode_fetch(release(), '"e1"', t(0), BY, REPO)
     assert fields == {
         "v": "1",
         "fetched_ms": str(t(0)),
         "etag": '"e1"',
         "release": encode_release(release()),
         "by": BY,
+        "repo": REPO,
+        "repo_fetched_ms": str(t(0)),
     }
     entry = decode_app_entry(as_bytes(fields))
-    assert entry == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(0)), failure=None)
+    assert entry == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(0), REPO), failure=None)
     assert decode_app_entry(fields) == entry  # a client with decode_responses=True
 
 
 def test_a_repository_without_release_or_etag_round_trips() -> None:
-    fields = encode_fetch(None, None, t(0), BY)
+    fields = encode_fetch(None, None, t(0), BY, REPO)
     assert (fields[FIELD_RELEASE], fields[FIELD_ETAG]) == ("null", "")
-    assert decode_app_entry(fields) == SharedAppEntry(fetched=SharedFetch(None, None, t(0)))
+    assert decode_app_entry(fields) == SharedAppEntry(fetched=SharedFetch(None, None, t(0), REPO))
 
 
 def test_a_304_moves_only_the_time() -> None:
-    fields = encode_fetch(release(), '"e1"', t(0), BY)
-    fields.update(encode_unchanged(t(2), "other-host"))
+    fields = encode_fetch(release(), '"e1"', t(0), BY, REPO)
+    fields.update(encode_unchanged(t(2), "other-host", REPO))
     entry = decode_app_entry(fields)
     assert entry is not None
-    assert entry.fetched == SharedFetch(release(), '"e1"', t(2))
+    assert entry.fetched == SharedFetch(release(), '"e1"', t(2), REPO)
+
+
+def test_a_fetch_moved_by_a_writer_that_records_no_repository_is_of_an_unrecorded_one() -> None:
+    """0.2 and the reference pods write neither field: a 200 or a 304 of theirs leaves the
+    recorded repository behind its time, and it no longer vouches for the fetch."""
+    fields = encode_fetch(release(), '"e1"', t(0), BY, REPO)
+    fields.update({"v": "1", "fetched_ms": str(t(2)), "by": "reference-pod"})  # their 304
+    assert decode_app_entry(fields) == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(2), None))
+    their_200 = {k: v for k, v in fields.items() if not k.startswith("repo")}
+    assert decode_app_entry(their_200) == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(2), None))
+    fields.update(encode_unchanged(t(3), BY, "Acme/Uno"))  # ours again: recorded again
+    recorded = SharedFetch(release(), '"e1"', t(3), "Acme/Uno")
+    assert decode_app_entry(fields) == SharedAppEntry(fetched=recorded)
+
+
+@pytest.mark.parametrize("repo", ["", "acme", "acme/uno/x", "a b/c", "x" * 141, "acme/\x00"])
+def test_an_unreadable_recorded_repository_is_an_unrecorded_one(repo: str) -> None:
+    fields = encode_fetch(release(), '"e1"', t(0), BY, REPO) | {"repo": repo}
+    entry = decode_app_entry(fields)
+    assert entry is not None and entry.fetched == SharedFetch(release(), '"e1"', t(0), None)
+    assert app_entry_problems(fields) == []
 
 
 def test_a_failure_round_trips_beside_a_fetch_and_a_claim() -> None:
-    fields = encode_fetch(None, None, t(0), BY)
+    fields = encode_fetch(None, None, t(0), BY, REPO)
     fields.update(encode_failure(SharedFailure(failed_ms=t(1), failures=3), BY))
     fields.update(encode_claim(t(3), BY))
     assert fields[FIELD_CLAIMED_MS] == str(t(3))
     entry = decode_app_entry(fields)
-    assert entry == SharedAppEntry(fetched=SharedFetch(None, None, t(0)), failure=SharedFailure(t(1), 3))
+    assert entry == SharedAppEntry(
+        fetched=SharedFetch(None, None, t(0), REPO), failure=SharedFailure(t(1), 3)
+    )
     assert app_entry_problems(fields) == []
 
 
@@ -87,7 +114,7 @@ def test_a_claim_alone_is_an_entry_without_fetch_or_failure() -> None:
     assert app_entry_problems(encode_claim(t(0), BY)) == []
 
 
-GOOD = encode_fetch(release(), '"e1"', t(0), BY) | encode_failure(SharedFailure(t(1), 2), BY)
+GOOD = encode_fetch(release(), '"e1"', t(0), BY, REPO) | encode_failure(SharedFailure(t(1), 2), BY)
 
 
 @pytest.mark.parametrize(

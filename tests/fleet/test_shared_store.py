@@ -29,6 +29,8 @@ from craft_apps.fleet.store import (
 from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer, free_port
 
+REPO = "storytold/photocraft"  # the repository every shared fetch here is of
+
 PREFIX = "craftApps:releases:"
 LOGGER = "craft_apps.fleet.store"
 REFUSAL_LOG = "refused the guarded-write script"
@@ -62,30 +64,30 @@ def exercise_guarded_writes(pod_a: SharedStore, pod_b: SharedStore, admin: redis
     assert admin.hget(PREFIX + "app:" + app, "by") == b"pod-b"
 
     # A newer fetch is never replaced by an older one.
-    assert pod_a.write_fetched(app, release("0.5.0"), '"e2"', t(2))
-    assert not pod_b.write_fetched(app, release("0.4.0"), '"e1"', t(1))
-    assert only_entry(pod_b, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(2))
+    assert pod_a.write_fetched(app, release("0.5.0"), '"e2"', t(2), REPO)
+    assert not pod_b.write_fetched(app, release("0.4.0"), '"e1"', t(1), REPO)
+    assert only_entry(pod_b, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(2), REPO)
 
     # A 304 moves only the time, and only for the release it revalidated.
-    assert not pod_b.write_unchanged(app, release("0.4.0"), '"e1"', t(3)), "stale ETag"
-    assert not pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(1)), "older than the shared fetch"
-    assert not pod_b.write_unchanged(app, release("0.5.0"), "", t(3)), "no ETag to revalidate"
-    assert pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(3))
-    assert only_entry(pod_a, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(3))
+    assert not pod_b.write_unchanged(app, release("0.4.0"), '"e1"', t(3), REPO), "stale ETag"
+    assert not pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(1), REPO), "older than the shared fetch"
+    assert not pod_b.write_unchanged(app, release("0.5.0"), "", t(3), REPO), "no ETag to revalidate"
+    assert pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(3), REPO)
+    assert only_entry(pod_a, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(3), REPO)
 
     # Failures: the newest wins, and leave the fetch alone.
     assert pod_a.write_failure(app, t(5), 2)
     assert not pod_b.write_failure(app, t(4), 1)
     assert only_entry(pod_b, app) == SharedAppEntry(
-        fetched=SharedFetch(release("0.5.0"), '"e2"', t(3)), failure=SharedFailure(t(5), 2)
+        fetched=SharedFetch(release("0.5.0"), '"e2"', t(3), REPO), failure=SharedFailure(t(5), 2)
     )
 
     # Garbage in an entry reads as absent and is overwritten, not trusted.
     other_key = PREFIX + "app:" + other
     admin.hset(other_key, mapping={"v": "1", "fetched_ms": "soon", "release": "{", "etag": ""})
     assert pod_a.read([app, other])[0][1] == SharedAppEntry()
-    assert pod_a.write_fetched(other, None, None, t(1))
-    assert pod_a.read([app, other])[0][1] == SharedAppEntry(fetched=SharedFetch(None, None, t(1)))
+    assert pod_a.write_fetched(other, None, None, t(1), REPO)
+    assert pod_a.read([app, other])[0][1] == SharedAppEntry(fetched=SharedFetch(None, None, t(1), REPO))
 
     # Entries expire a week after their last write.
     for key in (PREFIX + "app:" + app, other_key):
@@ -156,11 +158,13 @@ def test_a_hash_of_another_format_is_never_adopted_and_only_a_full_write_replace
     assert pod.read(["effectcraft"])[0] == [None], "so nobody serves its release: null"
 
     # The 304 after that read shares the whole entry, which replaces the foreign hash whole.
-    assert pod.write_unchanged("effectcraft", release("0.5.0"), '"e1"', t(3))
+    assert pod.write_unchanged("effectcraft", release("0.5.0"), '"e1"', t(3), REPO)
     stored = redis_client.hgetall(EFFECTCRAFT)
-    assert stored.keys() == {b"v", b"fetched_ms", b"etag", b"release", b"by"}, "no foreign field kept"
+    assert stored.keys() == {b"v", b"fetched_ms", b"etag", b"release", b"by", b"repo", b"repo_fetched_ms"}, (
+        "no foreign field kept"
+    )
     assert only_entry(pod, "effectcraft") == SharedAppEntry(
-        fetched=SharedFetch(release("0.5.0"), '"e1"', t(3))
+        fetched=SharedFetch(release("0.5.0"), '"e1"', t(3), REPO)
     )
 
 
@@ -168,16 +172,16 @@ def test_a_hash_of_another_format_is_never_adopted_and_only_a_full_write_replace
 def test_after_a_flush_a_304_shares_the_whole_entry(redis_client: redis.Redis, use_scripts: bool) -> None:
     pod_a = store(redis_client, "pod-a", use_scripts=use_scripts)
     pod_b = store(redis_client, "pod-b", use_scripts=use_scripts)
-    assert pod_a.write_fetched("photocraft", release("0.5.0"), '"e1"', t(1))
+    assert pod_a.write_fetched("photocraft", release("0.5.0"), '"e1"', t(1), REPO)
     redis_client.flushall()
     assert pod_a.read(["photocraft"])[0] == [None]
     assert pod_a.claim("photocraft", t(30))
-    assert pod_a.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30))
-    assert only_entry(pod_b, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30))
+    assert pod_a.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30), REPO)
+    assert only_entry(pod_b, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30), REPO)
     # Once the entry reads again, a 304 moves only the time, as long as the ETag is the shared one.
-    assert pod_b.write_unchanged("photocraft", release("0.4.0"), '"e0"', t(31)) is False
-    assert pod_b.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(32))
-    assert only_entry(pod_a, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(32))
+    assert pod_b.write_unchanged("photocraft", release("0.4.0"), '"e0"', t(31), REPO) is False
+    assert pod_b.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(32), REPO)
+    assert only_entry(pod_a, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(32), REPO)
 
 
 def test_garbage_on_an_app_that_only_gets_304s_is_replaced(redis_client: redis.Redis) -> None:
@@ -186,9 +190,9 @@ def test_garbage_on_an_app_that_only_gets_304s_is_replaced(redis_client: redis.R
     redis_client.hset(key, mapping={"v": "1", "fetched_ms": t(0), "etag": '"e1"', "release": garbage})
     pod = store(redis_client)
     assert pod.read(["photocraft"])[0] == [SharedAppEntry()], "the 10 MB release reads as absent"
-    assert pod.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30))
+    assert pod.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30), REPO)
     assert redis_client.hstrlen(key, "release") < 10_000
-    assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30))
+    assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30), REPO)
 
 
 # -- no half-done write: every write or none -------------------------------------------------
@@ -212,7 +216,9 @@ def test_a_denied_write_leaves_nothing_half_done(
     attempts = {
         "claim of a new hash": lambda: pod.claim("photocraft", t(1)),
         "claim of a hash with a TTL": lambda: pod.claim("vectorcraft", t(1)),
-        "full write over another format": lambda: pod.write_fetched("effectcraft", release(), '"e"', t(1)),
+        "full write over another format": lambda: pod.write_fetched(
+            "effectcraft", release(), '"e"', t(1), REPO
+        ),
     }
     for what, attempt in attempts.items():
         if denied == "del" and what != "full write over another format":
@@ -231,12 +237,12 @@ def test_a_denied_write_leaves_nothing_half_done(
 
 def test_script_flush_between_writes_is_survived(redis_client: redis.Redis) -> None:
     pod = store(redis_client)
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1))
+    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     redis_client.script_flush()
-    assert pod.write_fetched("photocraft", release("0.6.0"), '"e2"', t(2))
+    assert pod.write_fetched("photocraft", release("0.6.0"), '"e2"', t(2), REPO)
     assert not pod.scripts_refused
     assert command_calls(redis_client, "script|load") >= 1
-    assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.6.0"), '"e2"', t(2))
+    assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.6.0"), '"e2"', t(2), REPO)
 
 
 def test_a_key_prefix_is_honoured(redis_client: redis.Redis) -> None:
@@ -407,7 +413,7 @@ def test_watch_decides_again_after_another_writer_got_in(
 
     monkeypatch.setattr(shared_store, "decide_write", racing_decide_write)
     pod = store(redis_client, use_scripts=False)
-    assert not pod.write_fetched("photocraft", release(), '"e2"', t(2))
+    assert not pod.write_fetched("photocraft", release(), '"e2"', t(2), REPO)
     assert decisions == [True, False], "the first decision was dropped by EXEC, the second sees t(5)"
     assert redis_client.hmget(key, ["fetched_ms", "etag"]) == [str(t(5)).encode(), b'"e5"']
 
@@ -457,7 +463,7 @@ def test_an_idle_read_is_one_small_round_trip_and_a_release_is_read_only_when_it
     apps = [f"app-{n}" for n in range(13)]
     pod = store(counting_client)
     other = store(redis_client, "pod-b")
-    assert other.write_fetched("app-3", release(), '"e1"', t(1))
+    assert other.write_fetched("app-3", release(), '"e1"', t(1), REPO)
     CountingConnection.sends = 0
     entries, backoff = pod.read(apps)
     assert CountingConnection.sends == 3, "what changed, then app-3's small fields, then its release"
@@ -472,17 +478,17 @@ def test_an_idle_read_is_one_small_round_trip_and_a_release_is_read_only_when_it
     assert calls == {"hmget": 13, "hgetall": 1}, "three small fields per app, and the backoff"
 
     other.read(["app-3"])
-    assert other.write_unchanged("app-3", release(), '"e1"', t(2))
+    assert other.write_unchanged("app-3", release(), '"e1"', t(2), REPO)
     CountingConnection.sends = 0
     entries, _ = pod.read(apps)
     assert CountingConnection.sends == 2, "a 304 moved the time: the small fields, not the release"
-    assert entries[3] == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(2)))
+    assert entries[3] == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(2), REPO))
 
-    assert other.write_fetched("app-3", release("0.6.0"), '"e2"', t(3))
+    assert other.write_fetched("app-3", release("0.6.0"), '"e2"', t(3), REPO)
     CountingConnection.sends = 0
     entries, _ = pod.read(apps)
     assert CountingConnection.sends == 3
-    assert entries[3] == SharedAppEntry(fetched=SharedFetch(release("0.6.0"), '"e2"', t(3)))
+    assert entries[3] == SharedAppEntry(fetched=SharedFetch(release("0.6.0"), '"e2"', t(3), REPO))
 
 
 def test_an_unchanged_release_is_decoded_once_across_reads(
@@ -497,14 +503,14 @@ def test_an_unchanged_release_is_decoded_once_across_reads(
 
     monkeypatch.setattr(shared_store, "decode_release", counting_decode)
     pod = store(redis_client)
-    assert pod.write_fetched("app", release("0.5.0"), '"e1"', t(1))
+    assert pod.write_fetched("app", release("0.5.0"), '"e1"', t(1), REPO)
     first = pod.read(["app"])[0][0]
-    assert pod.write_unchanged("app", release("0.5.0"), '"e1"', t(2))
+    assert pod.write_unchanged("app", release("0.5.0"), '"e1"', t(2), REPO)
     second = pod.read(["app"])[0][0]
     assert len(decoded) == 1, "the same JSON is decoded once"
     assert first is not None and second is not None and second.fetched is not None
     assert second.fetched.fetched_ms == t(2)
-    assert pod.write_fetched("app", release("0.6.0"), '"e2"', t(3))
+    assert pod.write_fetched("app", release("0.6.0"), '"e2"', t(3), REPO)
     third = pod.read(["app"])[0][0]
     assert len(decoded) == 2
     assert third is not None and third.fetched is not None and third.fetched.latest_release is not None
@@ -523,10 +529,10 @@ def test_a_key_of_another_type_reads_as_absent_and_is_replaced(
     pod.read(["photocraft"])
     assert len([r for r in caplog.records if "photocraft" in r.getMessage()]) == 1, "logged once"
 
-    assert pod.write_fetched("photocraft", None, None, t(1))
+    assert pod.write_fetched("photocraft", None, None, t(1), REPO)
     pod.write_backoff(Backoff(until_ms=t(3), trouble=1))
     assert pod.read(["photocraft"]) == (
-        [SharedAppEntry(fetched=SharedFetch(None, None, t(1)))],
+        [SharedAppEntry(fetched=SharedFetch(None, None, t(1), REPO))],
         Backoff(t(3), 1),
     )
 
@@ -596,17 +602,17 @@ def test_out_of_memory_is_trouble_not_a_refusal(fresh_redis_server: RedisServer)
     admin.config_set("maxmemory-policy", "noeviction")
     admin.config_set("maxmemory", 1)
     with pytest.raises(RedisTrouble, match=r"OutOfMemoryError|OOM") as caught:
-        pod.write_fetched("photocraft", release(), '"e1"', t(1))
+        pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     assert caught.value.operation is RedisOperation.WRITE
     assert pod.read(["photocraft"]) == ([None], Backoff()), "reading still works"
     with pytest.raises(RedisTrouble, match=r"maxmemory|OOM|EXECABORT"):
-        watch_pod.write_fetched("photocraft", release(), '"e1"', t(1))
+        watch_pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     with pytest.raises(RedisTrouble, match=r"maxmemory|OOM|EXECABORT"):
         pod.write_backoff(Backoff(until_ms=t(9), trouble=1))
     assert not pod.scripts_refused
     admin.config_set("maxmemory", 0)
     evalsha_before = command_calls(admin, "evalsha")
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1))
+    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     assert command_calls(admin, "evalsha") == evalsha_before + 1, "still writing with the script"
 
 

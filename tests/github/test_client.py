@@ -88,6 +88,18 @@ def test_304_is_not_modified(mocked: responses.RequestsMock) -> None:
     assert fetch(etag='"abc123"') == NotModified()
 
 
+@pytest.mark.parametrize("etag", [None, "bad\netag"])
+def test_a_304_to_a_request_without_an_etag_is_a_failure(
+    mocked: responses.RequestsMock, etag: str | None
+) -> None:
+    """A proxy or cache answering 304 to a plain request says nothing about the release: only
+    an ETag sent can be revalidated (an unusable stored one is not sent either)."""
+    mocked.get(LATEST_URL, status=304)
+    outcome = fetch(etag=etag)
+    assert outcome == Failed("HTTP 304 Not Modified to a request that sent no ETag (If-None-Match)")
+    assert "If-None-Match" not in sent_headers(mocked)
+
+
 def test_404_is_a_repository_without_a_release(mocked: responses.RequestsMock) -> None:
     mocked.get(LATEST_URL, status=404, json={"message": "Not Found", "status": "404"})
     assert fetch() == Fetched(release=None, etag=None)

@@ -53,7 +53,7 @@ def test_a_link_out_of_the_repository_is_dropped_and_a_bad_tag_refuses_the_relea
 
 @responses.activate
 def test_an_old_state_file_is_mended_at_start_and_written_back(state_dir: Path, fake_clock: FakeClock):
-    stored = AppState(latest_release=release(), fetched_ms=fake_clock.now_ms(), etag='"e"')
+    stored = AppState(latest_release=release(), fetched_ms=fake_clock.now_ms(), etag='"e"', repo=APPS[0].repo)
     publish(state_dir, {"photocraft": with_evil_asset(stored)}, clock=fake_clock)
     host = Host(state_dir, fake_clock)  # loads the state file; nothing is due, GitHub isn't asked
     responses.get(f"https://api.github.com/repos/{APPS[1].repo}/releases/latest", json=release_json(APPS[1]))
