@@ -151,13 +151,10 @@ def _answered_repo(release: dict[str, Any], repo: str, web_url: str, renamed: bo
     return repo
 
 
-def rejudge(
-    release: Release, repo: str, web_url: str = "https://github.com", *, renamed: bool = False
-) -> Release | None:
+def rejudge(release: Release, repo: str, web_url: str = "https://github.com") -> Release | None:
     """A release read back from storage, judged again by the rules above as if GitHub had just
     sent it: what they wouldn't serve is dropped or rebuilt exactly as ``parse_release`` does,
-    and a release they refuse whole is None. ``renamed``: the poller was told GitHub renamed
-    ``repo`` to the repository the release names. Stored releases can predate a rule (this host's
+    and a release they refuse whole is None. Stored releases can predate a rule (this host's
     state file after an upgrade) or come from a pod that doesn't apply it (the fleet's Redis)."""
     answer = {
         "tag_name": release.tag,
@@ -178,7 +175,7 @@ def rejudge(
         ],
     }
     try:
-        return read_release(json.dumps(answer).encode("utf-8"), repo, web_url, renamed=renamed).release
+        return parse_release(json.dumps(answer).encode("utf-8"), repo, web_url)
     except ReleaseRejected:
         return None
 
