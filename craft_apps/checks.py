@@ -8,9 +8,10 @@ message and the hint. Ids: ``E001`` a value of the wrong type or form (the defau
 ``W001`` a skipped ``APPS`` entry; ``W002`` an interval below the minimum (raised to it);
 ``W003`` a maximum backoff below the interval (raised to it); ``W004`` unknown keys in
 ``CRAFT_APPS``; ``W005`` the Redis alias without timeouts or with a large pool; ``W006`` the
-Redis alias sharing its URL (and pool); ``W131`` a short ``METRICS_TOKEN``; ``W132`` an
-unusable ``PROMETHEUS_MULTIPROC_DIR``; ``E121`` webhook secrets that are not text (their
-value never shown).
+Redis alias sharing its URL (and pool); ``W007`` ``GITHUB_API_URL`` and ``GITHUB_WEB_URL``
+of two different GitHubs (one changed, the other left at github.com's); ``W131`` a short
+``METRICS_TOKEN``; ``W132`` an unusable ``PROMETHEUS_MULTIPROC_DIR``; ``E121`` webhook secrets
+that are not text (their value never shown).
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 
 from craft_apps.api.metrics import metrics_problems
-from craft_apps.conf import BY_KEY, Problem, app_settings, describe
+from craft_apps.conf import (
+    BY_KEY,
+    DEFAULT_GITHUB_API_URL,
+    DEFAULT_GITHUB_WEB_URL,
+    Problem,
+    app_settings,
+    describe,
+)
 from craft_apps.fleet.connection import alias_problems
 
 TAG = "craft_apps"
@@ -132,6 +140,13 @@ CHECKS: dict[str, Check] = {
         "PROMETHEUS_MULTIPROC_DIR is {path}, which {reason}; the endpoint's answers are not counted.",
         "Create it, writable by the web workers' user, and empty it when the web server starts.",
     ),
+    "github_urls_apart": Check(
+        "craft_apps.W007",
+        "{changed} is {changed_value!r} but {default_setting} is still GitHub.com's {default_value!r}; "
+        "the poller serves only links under {web_setting}, so every asset of every release would be dropped.",
+        "Set {default_setting} to the same GitHub's address (for GitHub Enterprise Server, "
+        "https://HOST/api/v3 and https://HOST).",
+    ),
     "redis_shared_url": Check(
         "craft_apps.W006",
         "{where}['LOCATION'] is also the LOCATION of {sharing}; "
@@ -189,7 +204,27 @@ def configuration_problems() -> list[Finding]:
     if app_settings.COORDINATION_ENABLED:
         problems.extend(alias_problems(app_settings.REDIS_ALIAS))
     problems.extend(metrics_problems())
+    problems.extend(_github_url_problems(app_settings.GITHUB_API_URL, app_settings.GITHUB_WEB_URL))
     return [finding(problem) for problem in problems]
+
+
+def _github_url_problems(api_url: str, web_url: str) -> list[Problem]:
+    """One of the two URLs moved to another GitHub and the other left at github.com's."""
+    api_default = api_url.rstrip("/") == DEFAULT_GITHUB_API_URL
+    web_default = web_url.rstrip("/") == DEFAULT_GITHUB_WEB_URL
+    if api_default == web_default:
+        return []
+    changed, default = (
+        ("GITHUB_WEB_URL", "GITHUB_API_URL") if api_default else ("GITHUB_API_URL", "GITHUB_WEB_URL")
+    )
+    details = {
+        "changed": describe(changed),
+        "changed_value": web_url if api_default else api_url,
+        "default_setting": describe(default),
+        "default_value": api_url if api_default else web_url,
+        "web_setting": describe("GITHUB_WEB_URL"),
+    }
+    return [Problem("github_urls_apart", details)]
 
 
 def _state_dir_problems(state_dir: Path) -> list[Problem]:

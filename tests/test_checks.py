@@ -176,3 +176,14 @@ def test_with_coordination_off_the_redis_alias_is_not_checked():
     }
     with override_settings(CACHES=caches):
         assert ids(COORDINATION_ENABLED=False) == []
+
+
+def test_w007_the_api_url_moved_without_the_web_url_names_both():
+    with override_settings(CRAFT_APPS={"GITHUB_API_URL": "https://ghe.example/api/v3"}):
+        [message] = [m for m in check_settings() if m.id == "craft_apps.W007"]
+    assert "GITHUB_API_URL" in message.msg and "https://ghe.example/api/v3" in message.msg
+    assert "GITHUB_WEB_URL" in str(message.hint) and "every asset" in message.msg
+    assert "craft_apps.W007" in ids(GITHUB_WEB_URL="https://ghe.example")
+    both = {"GITHUB_API_URL": "https://ghe.example/api/v3", "GITHUB_WEB_URL": "https://ghe.example"}
+    assert "craft_apps.W007" not in ids(**both)
+    assert "craft_apps.W007" not in ids(GITHUB_API_URL="https://api.github.com/")

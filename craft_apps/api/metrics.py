@@ -3,8 +3,9 @@
 Two kinds of numbers, two homes, so that whichever web worker answers a scrape shows the same:
 
 - What the poller knows (GitHub requests by outcome, the last quota, Redis errors and mode, the
-  apps' ages and failures, the backoff, the lease) lives in the host's state file: the poller
-  adds to its counters table after every tick (``craft_apps.host.counters``), and
+  apps' ages and failures, the assets it doesn't serve, the backoff, the lease) lives in the
+  host's state file: the poller adds to its counters table after every tick
+  (``craft_apps.host.counters``) and to its drops table (``craft_apps.host.drops``), and
   ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
 - The endpoint's answers, and the notices feed's failed looks and left-out items
   (``craft_apps.notices.feed``), are counted where they happen, in each web worker, with
@@ -35,7 +36,9 @@ from craft_apps.api import health as health_api
 from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.api.health import host_view, without_body
 from craft_apps.conf import Problem, app_settings
+from craft_apps.github.parsing import DROP_REASONS
 from craft_apps.host.counters import OUTCOMES
+from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
 from craft_apps.host.observe import HostView
 from craft_apps.instants import datetime_to_ms
@@ -234,6 +237,33 @@ def _app_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[
             release_age.add_metric([key], max(0, now_ms - datetime_to_ms(release.published_at)) / 1000)
         failures.add_metric([key], state.failures if state is not None and state.is_failing() else 0)
     yield from (fetch_age, release_age, failures)
+    yield from _drop_metrics(view, policy)
+
+
+def _drop_metrics(view: HostView, policy: HealthPolicy) -> Iterable[Metric]:
+    """What the poller doesn't serve of each app's latest release, and what GitHub told it."""
+    dropped = GaugeMetricFamily(
+        "craft_apps_app_dropped_assets",
+        "Assets of the app's latest release GitHub listed and this host doesn't serve, by reason.",
+        labels=["app", "reason"],
+    )
+    moved = GaugeMetricFamily(
+        "craft_apps_app_repository_moved",
+        "1 while GitHub redirects the app's configured repository to another one (update APPS).",
+        labels=["app"],
+    )
+    gone = GaugeMetricFamily(
+        "craft_apps_app_repository_gone",
+        "1 while GitHub answers 404 for the app's repository, which had a release (still served).",
+        labels=["app"],
+    )
+    for key in policy.apps:
+        rows = {drop.kind: drop for drop in view.drops if drop.app == key}
+        for reason in DROP_REASONS:
+            dropped.add_metric([key, reason], rows[reason].count if reason in rows else 0)
+        moved.add_metric([key], int(MOVED in rows))
+        gone.add_metric([key], int(GONE in rows))
+    yield from (dropped, moved, gone)
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -6,7 +6,12 @@ sent only as ``Authorization: Bearer`` to GitHub's API host and never appears in
 reason, an exception or a ``repr``; ``~/.netrc`` never adds credentials; a request takes at most
 the connect timeout to connect and ``total_timeout`` for the whole exchange, however slowly the
 server drips; no more than ``max_body_bytes`` of an answer are ever read; a redirect from https
-to anything else is refused before it is followed.
+to anything else, or to another host than the API's, is refused before it is followed.
+
+A redirect within the API host is how GitHub answers for a renamed or transferred repository
+(301 to ``/repositories/{id}/...``): it is followed, the answer is judged as the new
+repository's, and ``Fetched.moved_to`` names it so that the operator can be told to update
+``APPS``.
 
 The total deadline is real elapsed time (``time.monotonic``), not the injected clock: it bounds
 real socket I/O. The injected clock only turns rate-limit headers into ``retry_at_ms``.
@@ -37,7 +42,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from craft_apps.clock import Clock
 from craft_apps.domain import GitHubQuota, Release
-from craft_apps.github.parsing import ReleaseRejected, parse_release
+from craft_apps.github.parsing import ReleaseRejected, read_release
 from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
@@ -62,10 +67,14 @@ _HEADER_TEXT = re.compile(r"[\x20-\x7e]+")
 
 @dataclass(frozen=True)
 class Fetched:
-    """The latest release; ``release`` is None when the repository has no published release."""
+    """The latest release; ``release`` is None when GitHub answered 404 (no published release,
+    or no such repository). ``moved_to``: GitHub redirected to this repository (a rename).
+    ``dropped``: the assets of the answer not served, by reason (``parsing.DROP_REASONS``)."""
 
     release: Release | None
     etag: str | None
+    moved_to: str | None = None
+    dropped: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,11 +240,18 @@ class GitHubClient:
             body = self._read_release_body(response)
             if isinstance(body, Failed):
                 return body
+            redirected = bool(response.history)
             try:
-                release = parse_release(body, repo, self._web_url)
+                parsed = read_release(body, repo, self._web_url, renamed=redirected)
             except ReleaseRejected as rejected:
                 return Failed(f"unusable release: {rejected.reason}")
-            return Fetched(release=release, etag=_usable_etag(response.headers.get("ETag")))
+            moved = redirected and parsed.repo.lower() != repo.lower()
+            return Fetched(
+                release=parsed.release,
+                etag=_usable_etag(response.headers.get("ETag")),
+                moved_to=parsed.repo if moved else None,
+                dropped=parsed.dropped,
+            )
         message = _error_message(response, self._token)
         if status == 304:
             # Only an ETag we sent can be "not modified": a 304 to a plain request (a confused
@@ -276,14 +292,22 @@ class GitHubClient:
 
     def _refuse_downgrade(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
         """A response hook, run on every answer of a request, redirects included, before the
-        next one is asked for: an answer that came over https is never followed elsewhere."""
+        next one is asked for: an answer that came over https is never followed elsewhere, and
+        no answer is followed off the API's host (a rename redirects within it)."""
         target = self._session.get_redirect_target(response)
-        if target is None or urlsplit(response.url).scheme != "https":
+        if target is None:
             return
-        scheme = urlsplit(urljoin(response.url, target)).scheme
-        if scheme != "https":
+        resolved = urlsplit(urljoin(response.url, target))
+        if urlsplit(response.url).scheme == "https" and resolved.scheme != "https":
             response.close()
-            raise _RedirectRefused(f"refused a redirect from https to {_echo(scheme or 'no scheme', 20)}")
+            raise _RedirectRefused(
+                f"refused a redirect from https to {_echo(resolved.scheme or 'no scheme', 20)}"
+            )
+        if (resolved.hostname or "") != (urlsplit(self._api_url).hostname or ""):
+            response.close()
+            raise _RedirectRefused(
+                f"refused a redirect off the API host to {_echo(resolved.hostname or 'no host', 80)}"
+            )
 
     def _request_failed(self, exc: requests.RequestException, deadline: _Deadline) -> Failed:
         if isinstance(exc, _RedirectRefused):

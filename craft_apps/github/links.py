@@ -48,6 +48,29 @@ def link_under(link: object, prefix: str) -> str | None:
     """``link`` resolved as a browser resolves it, when that lies strictly under ``prefix`` (an
     absolute http(s) URL of ours, e.g. ``https://github.com/org/repo/releases/download/``);
     None otherwise, for anything that is not such a link."""
+    found = _under(link, prefix)
+    return None if found is None else str(found[0])
+
+
+def segments_under(link: object, prefix: str) -> tuple[str, ...] | None:
+    """The path segments of ``link`` below ``prefix``, judged as ``link_under`` judges (so
+    ``owner/repo/releases/tag/v1`` under ``https://github.com/``); None when it isn't under it."""
+    found = _under(link, prefix)
+    return None if found is None else found[1]
+
+
+def on_another_host(link: object, prefix: str) -> bool:
+    """Whether ``link`` is a link we would read, to another scheme, host or port than ``prefix``'s."""
+    base = _resolve(prefix)
+    resolved = _resolve(link) if isinstance(link, str) else None
+    return (
+        base is not None
+        and resolved is not None
+        and (resolved.scheme, resolved.host, resolved.port) != (base.scheme, base.host, base.port)
+    )
+
+
+def _under(link: object, prefix: str) -> tuple[_Resolved, tuple[str, ...]] | None:
     base = _resolve(prefix)
     if base is None or not isinstance(link, str):
         return None
@@ -61,7 +84,7 @@ def link_under(link: object, prefix: str) -> str | None:
         or not all(_is_plain_segment(segment) for segment in resolved.segments)
     ):
         return None
-    return str(resolved)
+    return resolved, resolved.segments[len(base_segments) :]
 
 
 def _resolve(text: str) -> _Resolved | None:

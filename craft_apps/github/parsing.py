@@ -8,15 +8,19 @@ answer cannot send users elsewhere, see ``craft_apps.github.links``); every text
 control characters but tab and newline; every asset has a safe file name and a size a JSON
 client reads exactly (an integer from 0 to 2^53 - 1).
 
-Repository names are compared exactly. GitHub treats them case-insensitively, but the
-configured name is expected to be spelled as GitHub spells it; a differently-cased answer only
-costs the links (the release page link is rebuilt, assets are dropped), never safety.
+Owner and repository names compare as GitHub compares them, case-insensitively: the links
+are judged against the repository as the answer's release page spells it when that is the
+configured one in another case. After a redirect GitHub followed for a renamed repository
+(``renamed=True``), the answer's repository is taken as it names itself. ``read_release`` also
+says how many assets it dropped and why (``DROP_REASONS``), for the poller to report.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -29,14 +33,19 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.github.links import link_under
+from craft_apps.github.links import link_under, on_another_host, segments_under
 from craft_apps.instants import format_rfc3339, instant_or_none
 from craft_apps.text import ELLIPSIS, one_line
 
-MAX_TAG_CHARS = 64
+# Git sets no length on a tag, but it keeps each ref as a file, and a file name over 255 bytes is
+# refused by the usual filesystems (ext4, APFS, NTFS); GitHub's tags live within that. So 255
+# UTF-8 bytes, not fewer: changesets-style tags (``@scope/package@1.2.3-rc.1``) run long.
+MAX_TAG_BYTES = 255
 MAX_NAME_CHARS = 200
 MAX_NOTES_BYTES = 64 * 1024
-MAX_ASSETS = 200
+# GitHub's own limit: a release holds at most 1,000 assets (GitHub Docs, "About releases", and
+# GitHub's answer to an upload past it). More in an answer is not GitHub's; we keep the first 1,000.
+MAX_ASSETS = 1000
 MAX_FILE_NAME_CHARS = 200
 # The largest integer a JSON client reading numbers as doubles (JavaScript, jq...) keeps exact.
 MAX_SAFE_SIZE = 2**53 - 1
@@ -48,8 +57,30 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # the C1 controls: invisible, and some of them drive terminals.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAK = re.compile("\r\n?")
+_REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 # What ``git check-ref-format`` refuses in a name, beyond spaces and controls.
 _GIT_REFUSED_IN_TAG = re.compile(r"\.\.|@\{|//|[~^:?*\[\\]|^/|/$|\.$|^@$|(^|/)\.|\.lock(/|$)")
+
+
+# Why an asset of GitHub's answer is not served, as the metrics and craft_apps_status label it.
+DROP_REASONS = (
+    "link_host",  # its link is on another host than GITHUB_WEB_URL's: that setting is likely wrong
+    "link_elsewhere",  # its link is on GitHub's host but outside the repository's release files
+    "bad_name",  # no file name, or one we would not hand to a user's file system
+    "bad_size",  # no size, or one a JSON client can't read exactly
+    "not_an_asset",  # an entry of the list that is not an object
+    "over_limit",  # past MAX_ASSETS
+)
+
+
+@dataclass(frozen=True)
+class ParsedRelease:
+    """A release, the repository its links were judged against (as GitHub spells it, or its
+    new name after a rename), and the assets dropped by reason (only reasons with a count)."""
+
+    release: Release
+    repo: str
+    dropped: tuple[tuple[str, int], ...] = ()
 
 
 class ReleaseRejected(Exception):
@@ -62,11 +93,21 @@ class ReleaseRejected(Exception):
 
 def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -> Release:
     """Reads ``GET /repos/{repo}/releases/latest``; see the module docstring for the guarantees."""
+    return read_release(body, repo, web_url).release
+
+
+def read_release(
+    body: bytes, repo: str, web_url: str = "https://github.com", *, renamed: bool = False
+) -> ParsedRelease:
+    """``parse_release`` telling which repository the links were judged against and what was
+    dropped. ``renamed``: GitHub redirected the request, so the answer may be another repository's
+    (the configured one renamed or transferred), and is judged as that repository's."""
     release = _json_object(body)
     draft = release.get("draft")
     if draft is not None and draft is not False:
         raise ReleaseRejected("the release is a draft (or its draft flag is not false)")
     tag = _tag(release.get("tag_name"))
+    repo = _answered_repo(release, repo, web_url, renamed)
     releases_page = f"{web_url}/{repo}/releases/"
     # A page that is not the repository's is rebuilt from the tag, and judged the same way.
     html_url = (
@@ -74,7 +115,9 @@ def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -
         or link_under(f"{releases_page}tag/{quote(tag, safe='/')}", releases_page)
         or releases_page
     )
-    return Release(
+    dropped: Counter[str] = Counter()
+    assets = _assets(release.get("assets", []), f"{releases_page}download/", web_url, dropped)
+    parsed = Release(
         tag=tag,
         # A tag of just "v" keeps itself as the version rather than an empty one.
         version=tag[1:] if tag[0] in "vV" and len(tag) > 1 else tag,
@@ -83,8 +126,29 @@ def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -
         html_url=html_url,
         prerelease=release.get("prerelease") is True,
         notes_markdown=_notes(release.get("body")),
-        assets=_assets(release.get("assets", []), f"{releases_page}download/"),
+        assets=assets,
     )
+    counts = tuple((reason, dropped[reason]) for reason in DROP_REASONS if dropped[reason])
+    return ParsedRelease(release=parsed, repo=repo, dropped=counts)
+
+
+def _answered_repo(release: dict[str, Any], repo: str, web_url: str, renamed: bool) -> str:
+    """The repository the answer's release page (else its first asset's link) names, when it
+    is ``repo`` in another case, or any repository after a rename; ``repo`` otherwise."""
+    candidates: list[object] = [release.get("html_url")]
+    assets = release.get("assets")
+    if isinstance(assets, list) and assets and isinstance(assets[0], dict):
+        candidates.append(assets[0].get("browser_download_url"))
+    for link in candidates:
+        segments = segments_under(link, f"{web_url}/")
+        if segments is None or len(segments) < 3 or segments[2] != "releases":
+            continue
+        named = f"{segments[0]}/{segments[1]}"
+        if not _REPO_NAME.fullmatch(named) or any(part in (".", "..") for part in segments[:2]):
+            continue
+        if named.lower() == repo.lower() or renamed:
+            return named
+    return repo
 
 
 def rejudge(release: Release, repo: str, web_url: str = "https://github.com") -> Release | None:
@@ -135,8 +199,9 @@ def _json_object(body: bytes) -> dict[str, Any]:
 def _tag(value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ReleaseRejected("the release has no tag")
-    if len(value) > MAX_TAG_CHARS:
-        raise ReleaseRejected(f"the tag is {len(value)} characters long, over {MAX_TAG_CHARS}")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_TAG_BYTES:
+        raise ReleaseRejected(f"the tag is {size} bytes long, over {MAX_TAG_BYTES}")
     # Git refuses such tags, so one here means the answer is not GitHub's. Refusing them also
     # keeps the tag (and the version) from climbing out of a path or a link built from it.
     if not value.isprintable() or any(c.isspace() for c in value):
@@ -177,29 +242,38 @@ def _published_at(value: object) -> datetime | None:
         return None
 
 
-def _assets(value: object, download_prefix: str) -> tuple[ReleaseAsset, ...]:
+def _assets(
+    value: object, download_prefix: str, web_url: str, dropped: Counter[str]
+) -> tuple[ReleaseAsset, ...]:
     if not isinstance(value, list):
         raise ReleaseRejected(f"the release's assets are JSON {type(value).__name__}, not a list")
     assets: list[ReleaseAsset] = []
-    for item in value:
-        asset = _asset(item, download_prefix)
-        if asset is not None:
+    for index, item in enumerate(value):
+        if len(assets) == MAX_ASSETS:
+            dropped["over_limit"] += len(value) - index
+            break
+        asset = _asset(item, download_prefix, web_url)
+        if isinstance(asset, str):
+            dropped[asset] += 1
+        else:
             assets.append(asset)
-            if len(assets) == MAX_ASSETS:
-                break
     return tuple(assets)
 
 
-def _asset(item: object, download_prefix: str) -> ReleaseAsset | None:
+def _asset(item: object, download_prefix: str, web_url: str) -> ReleaseAsset | str:
+    """The asset, or the reason (one of ``DROP_REASONS``) it is dropped."""
     if not isinstance(item, dict):
-        return None
+        return "not_an_asset"
     name = item.get("name")
-    url = link_under(item.get("browser_download_url"), download_prefix)
+    link = item.get("browser_download_url")
+    url = link_under(link, download_prefix)
     size = item.get("size")
-    if not (isinstance(name, str) and is_valid_file_name(name)) or url is None:
-        return None
+    if not (isinstance(name, str) and is_valid_file_name(name)):
+        return "bad_name"
+    if url is None:
+        return "link_host" if on_another_host(link, web_url) else "link_elsewhere"
     if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_SAFE_SIZE:
-        return None
+        return "bad_size"
     digest = item.get("digest")
     match = _SHA256_DIGEST.fullmatch(digest) if isinstance(digest, str) else None
     return ReleaseAsset(

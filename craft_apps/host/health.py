@@ -1,4 +1,4 @@
-"""Whether this host is healthy: three rules an operator can reason about, as pure functions.
+"""Whether this host is healthy: four rules an operator can reason about, as pure functions.
 
 The health endpoint (``GET /v1/craft_apps/health``) and ``craft_apps_status --check`` both call
 ``health_problems`` with what ``craft_apps.host.observe`` read, so they always agree:
@@ -10,6 +10,9 @@ The health endpoint (``GET /v1/craft_apps/health``) and ``craft_apps_status --ch
   lease's expiry or the poller's clean stop, whichever is later; or no poller ever ran here.
 - ``stale``: an app not fetched yet, or last fetched more than twice the interval plus
   ``STALE_MARGIN_MS`` ago (one interval of trouble is tolerated, and a few ticks more).
+- ``gone``: GitHub answered 404 for an app's repository that had a release (deleted, made
+  private, renamed without a redirect, or every release deleted): its last release is still
+  served, and GitHub no longer offers it (``craft_apps.host.drops``).
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from craft_apps.conf import app_settings, describe
+from craft_apps.host.drops import GONE
 from craft_apps.host.observe import HostView
 from craft_apps.instants import format_duration, format_ms
 
-RULES = ("state_file", "poller", "stale")
+RULES = ("state_file", "poller", "stale", "gone")
 STALE_MARGIN_MS = 120_000  # four ticks
 
 
@@ -80,6 +84,8 @@ def health_problems(
         problems.extend(_poller_problems(view, policy, now_ms))
     if "stale" in selected:
         problems.extend(_stale_problems(view, policy, now_ms))
+    if "gone" in selected:
+        problems.extend(_gone_problems(view, policy))
     return problems
 
 
@@ -136,3 +142,16 @@ def _stale_problems(view: HostView, policy: HealthPolicy, now_ms: int) -> list[H
             )
             problems.append(HealthProblem("stale", detail))
     return problems
+
+
+def _gone_problems(view: HostView, policy: HealthPolicy) -> list[HealthProblem]:
+    configured = set(policy.apps)
+    return [
+        HealthProblem(
+            "gone",
+            f"{drop.app}: GitHub answers 404 since {format_ms(drop.seen_ms)} for a repository that had "
+            f"release {drop.release}, still served",
+        )
+        for drop in view.drops
+        if drop.kind == GONE and drop.app in configured
+    ]

@@ -24,6 +24,7 @@ from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error, poller_redis_client
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisTrouble, SharedStore
+from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
 from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_to_datetime, parse_rfc3339
@@ -190,6 +191,29 @@ def _app(view: HostView, fleet: FleetView, app: AppSpec, policy: HealthPolicy, n
             "at": format_ms(claim.claimed_ms),
             "active": 0 <= now_ms - claim.claimed_ms < CLAIM_WINDOW_MS,
         },
+        **_drop_fields(view, app.key),
+    }
+
+
+def _drop_fields(view: HostView, key: str) -> dict[str, Any]:
+    """What the poller doesn't serve of the app's release and what GitHub told it
+    (``craft_apps.host.drops``): dropped assets by reason, a rename, a 404 after a release."""
+    rows = [drop for drop in view.drops if drop.app == key]
+    moved = next((drop for drop in rows if drop.kind == MOVED), None)
+    gone = next((drop for drop in rows if drop.kind == GONE), None)
+    return {
+        "dropped_assets": [
+            {
+                "reason": drop.kind,
+                "count": drop.count,
+                "release": drop.release,
+                "since": _instant(drop.seen_ms),
+            }
+            for drop in rows
+            if drop.kind not in (MOVED, GONE)
+        ],
+        "moved_to": None if moved is None else moved.detail,
+        "gone_since": None if gone is None else _instant(gone.seen_ms),
     }
 
 
@@ -243,7 +267,30 @@ def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
     label_width = max(len(label) for label, _ in facts)
     lines.append("")
     lines += [f"{label.ljust(label_width)}  {value}" for label, value in facts]
+    drops = _drop_lines(doc, relative)
+    if drops:
+        lines += ["", *drops]
     return "\n".join(lines) + "\n"
+
+
+def _drop_lines(doc: Mapping[str, Any], relative: _Relative) -> list[str]:
+    """One line per thing an app's release lost or GitHub said, each naming what to do."""
+    lines = []
+    for app in doc["apps"]:
+        key, repo = app["key"], app["repo"]
+        if app["moved_to"]:
+            lines.append(f"{key}: GitHub moved {repo} to {app['moved_to']}: update APPS to it")
+        if app["gone_since"]:
+            lines.append(
+                f"{key}: GitHub answers 404 for {repo} since {relative.of(app['gone_since'])}; "
+                f"still serving {app['tag'] or 'the last release'}"
+            )
+        for drop in app["dropped_assets"]:
+            lines.append(
+                f"{key}: {drop['count']} assets of {drop['release']} not served ({drop['reason']}, "
+                f"since {relative.of(drop['since'])})"
+            )
+    return lines
 
 
 def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:

@@ -16,6 +16,11 @@ tick. Every write to the state file carries the lease's fence, and a refused wri
 tick with ``fence_lost`` set so the runner steps down. What couldn't be written is kept and
 written again, and the round's summary counts only what was saved. ``held_state`` is what the
 lease makes the file anew from if it is deleted.
+
+A 404 for an app that had a release keeps that release (and its ETag) served, with its fetch
+time moved: GitHub losing a repository (made private, deleted, a token that lost access) must
+not empty the launchers' answer; ``drops`` warns once and the health rule ``gone`` reports it.
+What each answer dropped or said (assets not served, a rename) goes to ``drops`` too.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified,
 from craft_apps.github.parsing import rejudge
 from craft_apps.host.store import Fence, FenceRejected, StateSnapshot, StateStore, StateUnavailable
 from craft_apps.instants import format_ms
+from craft_apps.polling.drops import DropLog
 from craft_apps.polling.requests import RefreshRequests
 from craft_apps.polling.schedule import (
     BETWEEN_REQUESTS_MS,
@@ -115,6 +121,7 @@ class Poller:
         self.redis_log = RedisTroubleLog()
         self.fence_lost = False
         self.requests = RefreshRequests()  # refreshes asked for ahead of schedule (polling.wakeup)
+        self.drops = DropLog(host, config.web_url)  # what answers dropped, said once (polling.drops)
         self._unpublished: set[str] = set()
         self._backoff_unpublished = False
         self._write_trouble = False  # logged once until a write succeeds again
@@ -125,6 +132,7 @@ class Poller:
     def load_host_state(self) -> None:
         """Takes back what this host knew before a restart: ETags, fetch times, failures and the
         backoff, so a restarted poller revalidates instead of fetching and skips fresh apps."""
+        self.drops.load()  # first: a renamed repository's stored release is judged as the new one's
         try:
             snapshot = self.host.read()
         except StateUnavailable as err:
@@ -233,12 +241,17 @@ class Poller:
         share: Callable[[SharedStore], object] | None = None
         _count(result, outcome)
         if isinstance(outcome, Fetched):
+            release, etag = outcome.release, outcome.etag
+            if release is None and state.latest_release is not None:  # a 404 after a release
+                release, etag = state.latest_release, state.etag
             self.memory[app.key] = replace(
-                state, latest_release=outcome.release, etag=outcome.etag, fetched_ms=now_ms, repo=app.repo
+                state, latest_release=release, etag=etag, fetched_ms=now_ms, repo=app.repo
             )
+            self.drops.observed(app, outcome, release, now_ms)
             share = self._share_fetch(app.key, SharedStore.write_fetched, now_ms)
         elif isinstance(outcome, NotModified):
             self.memory[app.key] = replace(state, fetched_ms=now_ms)
+            self.drops.observed(app, outcome, state.latest_release, now_ms)
             share = self._share_fetch(app.key, SharedStore.write_unchanged, now_ms)
         elif isinstance(outcome, RateLimited):
             result.rate_limited = True
@@ -397,7 +410,7 @@ class Poller:
         release = state.latest_release
         if release is None:
             return state
-        judged = rejudge(release, self._repos[key], self.config.web_url)
+        judged = rejudge(release, self.drops.moved_to(key) or self._repos[key], self.config.web_url)
         if judged == release:
             return state
         logger.warning("Craft app releases: %s's stored release broke a rule and was mended.", key)

@@ -61,7 +61,7 @@ def test_a_healthy_host_answers_200_ok_never_cached(site: Path, client: Client, 
     poller_holding_the_lease(site, clock)
     status, body, cache_control = get(client)
     assert (status, cache_control) == (200, "no-store")
-    assert body == {"status": "ok", "rules": ["state_file", "poller", "stale"], "problems": []}
+    assert body == {"status": "ok", "rules": ["state_file", "poller", "stale", "gone"], "problems": []}
 
 
 def test_a_stale_app_gives_503_with_the_problem(site: Path, client: Client, clock: FakeClock):

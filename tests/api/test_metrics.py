@@ -148,3 +148,33 @@ def test_checks_warn_about_a_short_token_and_an_unusable_directory(
     assert "is only 5 characters long" in found["craft_apps.W131"]
     assert "short" not in found["craft_apps.W131"].replace("is only", "")
     assert "is not a directory" in found["craft_apps.W132"]
+
+
+def test_dropped_assets_a_rename_and_a_404_are_shown_per_app(site: Path, client: Client):
+    from craft_apps.host.drops import GONE, MOVED, Drop, replace_app
+
+    store = StateStore(site)
+    store.open_for_writing()
+    replace_app(
+        store,
+        "photocraft",
+        [
+            Drop("photocraft", "link_host", "v0.5.0", 13, "", START_MS),
+            Drop("photocraft", MOVED, "v0.5.0", 1, "storytold/photo", START_MS),
+        ],
+    )
+    replace_app(store, "vectorcraft", [Drop("vectorcraft", GONE, "v1.0.0", 1, "", START_MS)])
+    samples = scrape(client)
+    dropped = samples["craft_apps_app_dropped_assets"]
+    assert dropped[(("app", "photocraft"), ("reason", "link_host"))] == 13
+    assert dropped[(("app", "photocraft"), ("reason", "over_limit"))] == 0
+    assert dropped[(("app", "vectorcraft"), ("reason", "link_host"))] == 0
+    assert samples["craft_apps_app_repository_moved"] == {
+        (("app", "photocraft"),): 1,
+        (("app", "vectorcraft"),): 0,
+    }
+    assert samples["craft_apps_app_repository_gone"] == {
+        (("app", "photocraft"),): 0,
+        (("app", "vectorcraft"),): 1,
+    }
+    assert samples["craft_apps_health_problems"][(("rule", "gone"),)] == 1

@@ -19,7 +19,7 @@ from craft_apps.github.client import Failed, Fetched, FetchOutcome, GitHubClient
 from craft_apps.github.parsing import parse_release
 from craft_apps.testing.clock import START_MS, FakeClock
 
-from .conftest import API_URL, LATEST_URL, REPO, WEB_URL, github_release
+from .conftest import API_URL, LATEST_URL, REPO, WEB_URL, github_asset, github_release
 
 TOKEN = "ghp_S3cretT0kenValue0123456789abcdefXYZ"
 DAY_MS = 86_400_000
@@ -203,7 +203,7 @@ MALFORMED: dict[str, bytes] = {
     "a JSON list": b"[1, 2]",
     "invalid UTF-8": b'{"tag_name": "\xc3\x28"}',
     "a null tag": release_body(tag_name=None),
-    "a 65-character tag": release_body(tag_name="v" + "1" * 64),
+    "a 256-byte tag": release_body(tag_name="v" + "1" * 255),
     "assets that are not a list": release_body(assets={"name": "x.msi"}),
     "a draft": release_body(draft=True),
     "an empty body": b"",
@@ -333,11 +333,70 @@ def test_a_redirect_to_another_scheme_fails(mocked: responses.RequestsMock) -> N
 
 def test_plain_http_may_redirect_to_plain_http_and_to_https(mocked: responses.RequestsMock) -> None:
     plain = "http://127.0.0.1:8765"
+    upgraded = f"https://127.0.0.1:8766/repos/{REPO}/releases/latest"
     mocked.get(f"{plain}/repos/{REPO}/releases/latest", status=301, headers={"Location": f"{plain}/moved"})
-    mocked.get(f"{plain}/moved", status=301, headers={"Location": LATEST_URL})
-    mocked.get(LATEST_URL, body=release_body())
+    mocked.get(f"{plain}/moved", status=301, headers={"Location": upgraded})
+    mocked.get(upgraded, body=release_body())
     with GitHubClient(api_url=plain, web_url=WEB_URL, token=None, clock=FakeClock()) as github:
         assert isinstance(github.fetch_latest_release(REPO, None), Fetched)
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        "https://mirror.example/repos/storytold/photocraft/releases/latest",
+        "https://api.github.com.evil.example/repositories/42/releases/latest",
+        "//evil.example/repositories/42/releases/latest",
+    ],
+)
+def test_a_redirect_off_the_api_host_fails_without_being_followed(
+    mocked: responses.RequestsMock, location: str
+) -> None:
+    mocked.get(LATEST_URL, status=301, headers={"Location": location})
+    outcome = fetch(token=TOKEN)
+    assert isinstance(outcome, Failed)
+    assert outcome.reason.startswith("refused a redirect off the API host to ")
+    assert [call.request.url for call in mocked.calls] == [LATEST_URL]
+
+
+# GitHub's answer for a renamed (or transferred) repository, as its REST docs describe it ("Follow
+# redirects"): 301 to the repository's id, the same URL in the body.
+def moved_permanently(location: str) -> dict[str, Any]:
+    return {
+        "status": 301,
+        "headers": {"Location": location},
+        "json": {
+            "message": "Moved Permanently",
+            "url": location,
+            "documentation_url": "https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects",
+        },
+    }
+
+
+def test_a_renamed_repository_is_followed_and_its_assets_kept(mocked: responses.RequestsMock) -> None:
+    old = "storytold/photocraft-classic"
+    moved = f"{API_URL}/repositories/42/releases/latest"
+    mocked.get(f"{API_URL}/repos/{old}/releases/latest", **moved_permanently(moved))
+    mocked.get(moved, body=release_body(), headers={"ETag": '"new"'})
+    with client() as github:
+        outcome = github.fetch_latest_release(old, None)
+    assert outcome == Fetched(release=expected_release(), etag='"new"', moved_to=REPO)
+    assert outcome.release is not None and len(outcome.release.assets) == 1
+
+
+def test_a_repository_configured_in_another_case_keeps_its_assets(mocked: responses.RequestsMock) -> None:
+    mocked.get(f"{API_URL}/repos/StoryTold/PhotoCraft/releases/latest", body=release_body())
+    with client() as github:
+        outcome = github.fetch_latest_release("StoryTold/PhotoCraft", None)
+    assert outcome == Fetched(release=expected_release(), etag=None)  # no rename to tell about
+
+
+def test_dropped_assets_come_back_with_the_release(mocked: responses.RequestsMock) -> None:
+    assets = [github_asset(), github_asset(name="x.msi", browser_download_url="https://evil.example/x.msi")]
+    mocked.get(LATEST_URL, body=release_body(assets=assets))
+    outcome = fetch()
+    assert isinstance(outcome, Fetched)
+    assert outcome.dropped == (("link_host", 1),)
 
 
 # --- The request ----------------------------------------------------------------------------------
@@ -471,9 +530,9 @@ def test_the_token_is_not_carried_to_another_host(mocked: responses.RequestsMock
     elsewhere = "https://mirror.example/releases/latest"
     mocked.get(LATEST_URL, status=302, headers={"Location": elsewhere})
     mocked.get(elsewhere, status=404)
-    assert fetch(token=TOKEN) == Fetched(None, None)
+    assert fetch(token=TOKEN) == Failed("refused a redirect off the API host to mirror.example")
     assert sent_headers(mocked, 0)["Authorization"] == f"Bearer {TOKEN}"
-    assert "Authorization" not in sent_headers(mocked, 1)
+    assert len(mocked.calls) == 1
 
 
 def test_proxies_from_the_environment_are_used(
@@ -558,7 +617,7 @@ def test_a_token_that_cannot_be_a_header_fails_every_fetch_without_showing_it(
         {"body": RuntimeError(TOKEN)},
         {"status": 500, "json": {"message": f"bad credentials {TOKEN}"}},
         {"status": 401, "json": {"message": "x" * 190 + TOKEN}},  # a cap must not cut it in half
-        {"status": 200, "body": json.dumps({"tag_name": TOKEN * 2}).encode()},  # rejected: too long
+        {"status": 200, "body": json.dumps({"tag_name": TOKEN * 7}).encode()},  # rejected: too long
     ],
 )
 def test_the_token_is_in_no_reason_and_no_log(

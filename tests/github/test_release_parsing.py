@@ -14,9 +14,11 @@ from craft_apps.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppP
 from craft_apps.github.parsing import (
     MAX_ASSETS,
     MAX_NOTES_BYTES,
+    MAX_TAG_BYTES,
     ReleaseRejected,
     parse_platform,
     parse_release,
+    read_release,
 )
 
 from .conftest import HASH, REPO, WEB_URL, github_asset, github_release
@@ -153,8 +155,58 @@ def test_links_follow_the_configured_web_url() -> None:
     assert parse_release(json.dumps(github_release()).encode(), REPO, web_url=web).assets == ()
 
 
-def test_repository_names_compare_exactly() -> None:
-    assert parse_release(json.dumps(github_release()).encode(), "Storytold/PhotoCraft").assets == ()
+def test_repository_names_compare_as_github_compares_them() -> None:
+    # Configured as HePengJu/Redis-ME, answered as hepengju/redis-me: the same repository.
+    parsed = read_release(json.dumps(github_release()).encode(), "Storytold/PhotoCraft")
+    assert parsed.repo == REPO
+    assert [asset.download_url for asset in parsed.release.assets] == [
+        DOWNLOADS + "photocraft-0.5.0-windows-x64.msi"
+    ]
+    assert parsed.release.html_url == f"{WEB_URL}/{REPO}/releases/tag/v0.5.0"
+    assert parsed.dropped == ()
+
+
+def test_another_repository_is_still_refused_unless_github_renamed_it() -> None:
+    body = json.dumps(github_release()).encode()
+    kept = read_release(body, "storytold/photocraft-old")
+    assert (kept.repo, kept.release.assets, kept.dropped) == (
+        "storytold/photocraft-old",
+        (),
+        (("link_elsewhere", 1),),
+    )
+    renamed = read_release(body, "storytold/photocraft-old", renamed=True)
+    assert renamed.repo == REPO
+    assert len(renamed.release.assets) == 1 and renamed.dropped == ()
+
+
+def test_links_on_another_host_are_dropped_as_such() -> None:
+    # GITHUB_API_URL pointed at an Enterprise server while GITHUB_WEB_URL stayed github.com.
+    body = json.dumps(github_release()).encode()
+    parsed = read_release(body, REPO, web_url="https://ghe.example")
+    assert parsed.release.assets == ()
+    assert parsed.dropped == (("link_host", 1),)
+
+
+def test_each_dropped_asset_is_counted_by_reason() -> None:
+    items: list[Any] = [
+        github_asset(),
+        github_asset(name="x.msi", browser_download_url="https://evil.example/x.msi"),
+        github_asset(
+            name="y.msi", browser_download_url=f"{WEB_URL}/storytold/other/releases/download/v1/y.msi"
+        ),
+        github_asset(name=".hidden"),
+        github_asset(name="big.msi", size=-1),
+        "not an object",
+    ]
+    parsed = read_release(json.dumps(github_release(assets=items)).encode(), REPO)
+    assert [asset.name for asset in parsed.release.assets] == ["photocraft-0.5.0-windows-x64.msi"]
+    assert dict(parsed.dropped) == {
+        "link_host": 1,
+        "link_elsewhere": 1,
+        "bad_name": 1,
+        "bad_size": 1,
+        "not_an_asset": 1,
+    }
 
 
 @pytest.mark.parametrize(
@@ -247,7 +299,7 @@ REJECTED: dict[str, bytes] = {
     "a null tag": b'{"tag_name": null}',
     "an empty tag": b'{"tag_name": ""}',
     "a number tag": b'{"tag_name": 1}',
-    "a 65-character tag": json.dumps({"tag_name": "v" + "1" * 64}).encode(),
+    "a 256-byte tag": json.dumps({"tag_name": "v" + "1" * 255}).encode(),
     "a tag with a space": b'{"tag_name": "v1 .0"}',
     "a tag with a newline": b'{"tag_name": "v1\\n"}',
     **{f"a tag git refuses: {tag!r}": json.dumps({"tag_name": tag}).encode() for tag in GIT_REFUSED_TAGS},
@@ -275,6 +327,26 @@ def test_a_missing_asset_list_means_no_assets() -> None:
     data = github_release()
     del data["assets"]
     assert parse_release(json.dumps(data).encode(), REPO).assets == ()
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "@changesets/cli@2.27.1-rc.1",
+        "@scope-with-a-long-name/package-with-an-even-longer-name@12.345.6789-canary.20260101T000000",
+        "v" + "1" * (MAX_TAG_BYTES - 1),
+        "é" * (MAX_TAG_BYTES // 2),  # 254 bytes
+    ],
+)
+def test_long_tags_git_allows_are_read(tag: str) -> None:
+    release = parse(tag_name=tag, html_url=None)
+    assert release.tag == tag
+    assert release.html_url.startswith(f"{WEB_URL}/{REPO}/releases/tag/")
+
+
+def test_a_tag_over_255_bytes_is_refused() -> None:
+    with pytest.raises(ReleaseRejected, match="256 bytes long, over 255"):
+        parse(tag_name="é" * 128)
 
 
 # --- Assets ---------------------------------------------------------------------------------------
@@ -387,14 +459,17 @@ def test_an_asset_without_a_digest_is_kept_without_a_sha256() -> None:
     assert parse(assets=[asset]).assets[0].sha256 is None
 
 
-def test_at_most_200_valid_assets_are_kept_in_order() -> None:
+def test_githubs_1000_assets_are_kept_in_order_and_what_is_past_them_is_counted() -> None:
+    assert MAX_ASSETS == 1000  # GitHub's own limit per release
     items: list[Any] = []
-    for i in range(250):
-        items.append(github_asset(name=f"file-{i}.bin", size="bad"))  # dropped, not counted
+    for i in range(1010):
+        items.append(github_asset(name=f"file-{i}.bin", size="bad"))  # dropped, not kept
         items.append(github_asset(name=f"file-{i}.bin"))
-    names = parse_assets(*items)
-    assert len(names) == MAX_ASSETS
+    parsed = read_release(json.dumps(github_release(assets=items)).encode(), REPO)
+    names = [asset.name for asset in parsed.release.assets]
     assert names == [f"file-{i}.bin" for i in range(MAX_ASSETS)]
+    # 1000 bad sizes among the first 2000 entries, then 20 entries past the limit.
+    assert dict(parsed.dropped) == {"bad_size": 1000, "over_limit": 20}
 
 
 def test_an_asset_of_no_known_platform_is_kept_without_one() -> None:

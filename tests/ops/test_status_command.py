@@ -77,7 +77,11 @@ def test_after_a_coordinated_round_it_shows_every_app_the_lease_and_the_quota(en
     assert doc["github_requests"] == {"fetched": 2, "not_modified": 0, "failed": 0, "rate_limited": 0}
     assert doc["redis"] == {"configured": True, "problem": None, "errors": 0}
     assert doc["fleet_backoff"] == {"until": None, "trouble": 0}
-    assert doc["health"] == {"status": "ok", "rules": ["state_file", "poller", "stale"], "problems": []}
+    assert doc["health"] == {
+        "status": "ok",
+        "rules": ["state_file", "poller", "stale", "gone"],
+        "problems": [],
+    }
     text = manage(env, "craft_apps_status")
     assert text.returncode == 0
     assert text.stdout.splitlines()[0].split() == [
