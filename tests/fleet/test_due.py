@@ -53,7 +53,12 @@ def test_redis_trouble_is_one_line_without_credentials(fresh_redis_server: Redis
     client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
     due = SharedDueMarks(client)
     fresh_redis_server.kill()
-    for call in (due.seq, due.marks, lambda: due.mark(["a"], t(0)), lambda: due.take_delivery("d", t(0), keep=1)):
+    for call in (
+        due.seq,
+        due.marks,
+        lambda: due.mark(["a"], t(0)),
+        lambda: due.take_delivery("d", t(0), keep=1),
+    ):
         with pytest.raises(RedisTrouble) as caught:
             call()
         assert "\n" not in str(caught.value) and "pw-123" not in str(caught.value)
