@@ -19,6 +19,12 @@ from craft_apps.fleet.store import RedisTrouble
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateUnavailable
 
+# Webhook deliveries remembered as taken (for a day at most), on each host's state file and in
+# the fleet's Redis (one sorted set): the bound on what a flood of deliveries can store. A
+# delivery sent again after more than this many others is taken again, and can then cost at
+# most one more request per app per ``polling.schedule.MIN_REQUEST_GAP_MS``, like any refresh.
+DELIVERIES_KEPT = 1000
+
 
 @dataclass
 class RefreshOutcome:
@@ -56,7 +62,8 @@ def request_refresh(
     delivery: str | None = None,
 ) -> RefreshOutcome:
     """Marks ``app_keys`` due as of ``now_ms``; with ``delivery``, only the first time that
-    delivery is seen (on this host, or by the fleet) within a day."""
+    delivery is seen (on this host, or by the fleet) within a day, among the last
+    ``DELIVERIES_KEPT``."""
     outcome = RefreshOutcome()
     if delivery is not None:
         outcome.duplicate = _taken_before(delivery, now_ms, host, fleet, outcome)
@@ -88,13 +95,13 @@ def _taken_before(
     """Records the delivery; True when this host or the fleet took it less than a day ago."""
     if host is not None:
         try:
-            if not host.take_delivery(delivery, now_ms):
+            if not host.take_delivery(delivery, now_ms, keep=DELIVERIES_KEPT):
                 return True
         except StateUnavailable as err:
             outcome.note(str(err))
     if fleet is not None:
         try:
-            return not fleet.take_delivery(delivery)
+            return not fleet.take_delivery(delivery, now_ms, keep=DELIVERIES_KEPT)
         except RedisTrouble as err:
             outcome.redis_trouble(err)
     return False

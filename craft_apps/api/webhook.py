@@ -5,7 +5,10 @@ Contract, in this order; nothing is read, written or parsed before the signature
 
 1. Without ``GITHUB_WEBHOOK_SECRET`` the URL answers 404 to everything, like an unknown one.
 2. Only ``POST`` (405 otherwise). A body over 1 MiB is refused with 413 without being read: the
-   declared ``Content-Length`` first, and reading stops one byte past the limit.
+   declared ``Content-Length`` first, and reading stops one byte past the limit. A body sent
+   without ``Content-Length`` (chunked, as streaming proxies send it) is read from a server that
+   ends the input at the body's end (``wsgi.input_terminated``, as gunicorn does), with the same
+   bound.
 3. ``X-Hub-Signature-256: sha256=<hex>`` must be the HMAC-SHA256 of the raw body with one of the
    configured secrets (several while rotating), compared in constant time with every one of
    them: 401 otherwise.
@@ -93,9 +96,9 @@ def github_webhook(request: HttpRequest) -> HttpResponse:
     declared = _content_length(request)
     if declared is not None and declared > MAX_BODY_BYTES:
         return _too_large(declared)
-    body = request.read(MAX_BODY_BYTES + 1)
+    body = _body(request, declared)
     if len(body) > MAX_BODY_BYTES:
-        return _too_large(len(body))
+        return _too_large(None)
     delivery = request.headers.get("X-GitHub-Delivery")
     if not signature_matches(body, request.headers.get(SIGNATURE_HEADER), secrets):
         logger.warning(
@@ -178,8 +181,36 @@ def _content_length(request: HttpRequest) -> int | None:
         return None
 
 
-def _too_large(size: int) -> HttpResponse:
-    logger.warning("GitHub webhook: refused a %d-byte body unread (the limit is %d).", size, MAX_BODY_BYTES)
+def _body(request: HttpRequest, declared: int | None) -> bytes:
+    """The body, read at most one byte past the limit."""
+    environ = request.META
+    if declared is None and environ.get("wsgi.input_terminated") and "wsgi.input" in environ:
+        # Django limits its stream to the declared length, 0 without one, so a chunked body reads
+        # as empty there. A server that sets wsgi.input_terminated ends the input itself at the
+        # body's end, so it is read from there, never past the bound.
+        return _read_at_most(environ["wsgi.input"], MAX_BODY_BYTES + 1)
+    return request.read(MAX_BODY_BYTES + 1)
+
+
+def _read_at_most(stream: Any, limit: int) -> bytes:
+    parts: list[bytes] = []
+    left = limit
+    while left > 0:
+        part = stream.read(min(left, 64 * 1024))
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def _too_large(declared: int | None) -> HttpResponse:
+    if declared is None:
+        logger.warning("GitHub webhook: refused a body read as far as the limit (%d bytes).", MAX_BODY_BYTES)
+    else:
+        logger.warning(
+            "GitHub webhook: refused a %d-byte body unread (the limit is %d).", declared, MAX_BODY_BYTES
+        )
     return JsonResponse({"error": f"the body is over {MAX_BODY_BYTES} bytes"}, status=413)
 
 

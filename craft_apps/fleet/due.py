@@ -9,8 +9,10 @@ makes one host ask. Keys, beside those of ``fleet.entry``, under the same prefix
   day after its last write (a mark is only a hint: the schedule stays the backstop).
 - ``{prefix}due:seq``: a counter moved with every mark, the one thing an idle poller reads every
   second; kept a day.
-- ``{prefix}delivery:<id>``: a webhook delivery already taken (``SET NX``), kept a day, so a
-  delivery GitHub (or anyone) sends again does nothing more.
+- ``{prefix}deliveries``: a sorted set, webhook delivery id -> when it was taken (Unix ms): a
+  delivery GitHub (or anyone) sends again does nothing more. One key whatever the flood: members
+  older than a day are dropped, and only the newest ``keep`` (the caller's bound) are kept, so
+  someone holding the secret can't fill Redis; the key itself lapses a day after its last write.
 
 Every method raises ``RedisTrouble`` (one line, no credentials), never a redis-py error.
 """
@@ -35,8 +37,8 @@ def due_seq_key(prefix: str) -> str:
     return f"{prefix}due:seq"
 
 
-def delivery_key(prefix: str, delivery: str) -> str:
-    return f"{prefix}delivery:{delivery}"
+def deliveries_key(prefix: str) -> str:
+    return f"{prefix}deliveries"
 
 
 class SharedDueMarks:
@@ -54,13 +56,21 @@ class SharedDueMarks:
     def seq_key(self) -> str:
         return due_seq_key(self._prefix)
 
-    def take_delivery(self, delivery: str) -> bool:
-        """Records a webhook delivery; False when it was taken less than a day ago."""
-        key = delivery_key(self._prefix, delivery)
+    def take_delivery(self, delivery: str, now_ms: int, *, keep: int) -> bool:
+        """Records a webhook delivery; False when it is among the last ``keep`` taken less than
+        a day ago. All at once: a day's old members go first, so one taken over a day ago is
+        taken again; then the set is cut to its newest ``keep``."""
+        key = deliveries_key(self._prefix)
         try:
-            return bool(self._client.set(key, "1", nx=True, px=DELIVERY_TTL_MS))
+            pipe = self._client.pipeline(transaction=True)
+            pipe.zremrangebyscore(key, "-inf", f"({now_ms - DELIVERY_TTL_MS}")
+            pipe.zadd(key, {delivery: now_ms}, nx=True)
+            pipe.zremrangebyrank(key, 0, -(max(1, keep) + 1))
+            pipe.pexpire(key, DELIVERY_TTL_MS)
+            added = pipe.execute()[1]
         except (RedisError, OSError) as err:
             raise RedisTrouble.of(f"writing {key}", err, RedisOperation.WRITE) from err
+        return bool(added)
 
     def mark(self, app_keys: list[str], requested_ms: int) -> None:
         """Marks ``app_keys`` due as of ``requested_ms`` and moves the counter, all at once."""

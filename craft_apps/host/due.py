@@ -7,7 +7,8 @@ keeps its format version and code that doesn't know them ignores them:
   now. Written by whoever asks (the webhook view in a web worker, ``craft_apps_refresh``), taken
   and deleted by the active poller. ``shared`` says whether the mark reached Redis too; one that
   didn't is the poller's to pass on to the fleet, or to act on alone.
-- ``webhook_delivery (id, seen_ms)``: the webhook deliveries taken in the last day.
+- ``webhook_delivery (id, seen_ms)``: the webhook deliveries taken in the last day, only the
+  newest ``keep`` of them (the caller's bound), so a flood can't grow the file.
 
 These writes carry no lease fence and never move the change counter: they say nothing about
 releases, and the endpoint's answer doesn't change. The file is never created here (only the
@@ -61,16 +62,22 @@ class HostDueMarks:
 
     # ---- written by whoever asks ----------------------------------------------------------
 
-    def take_delivery(self, delivery: str, now_ms: int) -> bool:
-        """Records a webhook delivery; False when it was taken less than a day ago. Forgets
-        deliveries older than a day on the way."""
+    def take_delivery(self, delivery: str, now_ms: int, *, keep: int) -> bool:
+        """Records a webhook delivery; False when it is among the last ``keep`` taken less than
+        a day ago. Forgets older deliveries, and all but the newest ``keep``, on the way."""
         with self._writing() as db:
             db.execute("DELETE FROM webhook_delivery WHERE seen_ms < ?", (now_ms - DELIVERY_KEPT_MS,))
             cursor = db.execute(
                 "INSERT INTO webhook_delivery (id, seen_ms) VALUES (?, ?) ON CONFLICT (id) DO NOTHING",
                 (delivery, now_ms),
             )
-            return cursor.rowcount == 1
+            taken = cursor.rowcount == 1
+            db.execute(
+                "DELETE FROM webhook_delivery WHERE rowid IN (SELECT rowid FROM webhook_delivery"
+                " ORDER BY seen_ms DESC, rowid DESC LIMIT -1 OFFSET ?)",
+                (max(1, keep),),
+            )
+            return taken
 
     def mark(self, app_keys: Iterable[str], requested_ms: int, *, shared: bool) -> None:
         """Marks apps due as of ``requested_ms``; ``shared``: Redis has the marks too."""

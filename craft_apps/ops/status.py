@@ -12,26 +12,30 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from django.db import router
 from redis.exceptions import RedisError
 
 from craft_apps.conf import app_settings
-from craft_apps.domain import AppSpec, Backoff, is_stored_time
+from craft_apps.domain import AppSpec, AppState, Backoff, is_stored_time
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error, poller_redis_client
+from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisTrouble, SharedStore
 from craft_apps.host.drops import GONE, MOVED
+from craft_apps.host.due import HostDueMarks
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
+from craft_apps.host.store import StateUnavailable
 from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_to_datetime, parse_rfc3339
 from craft_apps.notices.feed import load_scheduled
 from craft_apps.notices.items import MAX_SERVED_PER_KIND
 from craft_apps.notices.models import NoticesVersion
-from craft_apps.polling.schedule import due_at_ms
+from craft_apps.polling.schedule import REFRESH_GAP_MS, due_at_ms, last_answer_ms
 from craft_apps.text import one_line
 
 FORMAT = 1
@@ -52,6 +56,19 @@ class FleetView:
     entries: Mapping[str, SharedAppEntry | None] = field(default_factory=dict)
     claims: Mapping[str, Claim] = field(default_factory=dict)
     backoff: Backoff | None = None
+    due_marks: Mapping[str, int] = field(default_factory=dict)  # refreshes asked for (Unix ms)
+
+
+def read_host_marks(state_dir: Path) -> dict[str, int]:
+    """The refreshes asked for on this host's state file that its poller hasn't taken yet (app
+    -> when), read with the state file's short lock wait; none when they can't be read."""
+    marks = HostDueMarks(state_dir)
+    try:
+        return {mark.app: mark.requested_ms for mark in marks.marks()}
+    except StateUnavailable:
+        return {}
+    finally:
+        marks.close()
 
 
 def read_fleet(keys: Sequence[str]) -> FleetView:
@@ -65,6 +82,7 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
     store = SharedStore(client, hostname=socket.gethostname(), key_prefix=app_settings.REDIS_KEY_PREFIX)
     try:
         entries, backoff = store.read(keys)
+        due_marks = SharedDueMarks(client, key_prefix=app_settings.REDIS_KEY_PREFIX).marks()
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.hmget(store.app_key(key), [shared_entry.FIELD_CLAIMED_MS, shared_entry.FIELD_BY])
@@ -81,7 +99,11 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
         if claim is not None:
             claims[key] = claim
     return FleetView(
-        configured=True, entries=dict(zip(keys, entries, strict=True)), claims=claims, backoff=backoff
+        configured=True,
+        entries=dict(zip(keys, entries, strict=True)),
+        claims=claims,
+        backoff=backoff,
+        due_marks=due_marks,
     )
 
 
@@ -120,8 +142,10 @@ def status_document(
     apps: Sequence[AppSpec],
     now_ms: int,
     notices: Mapping[str, Any] | None = None,
+    host_marks: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``)."""
+    """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``);
+    ``host_marks``: the refreshes asked for on the host's state file (``read_host_marks``)."""
     counters = view.counters
     problems = health_problems(view, policy, now_ms)
     backoff = view.snapshot.backoff
@@ -132,7 +156,10 @@ def status_document(
         "generated_at": format_ms(now_ms),
         "state_file": {"path": str(view.path), "exists": view.exists, "problem": view.problem},
         "mode": "disabled" if not policy.polling_enabled else counters.mode,
-        "apps": [_app(view, fleet, app, policy, now_ms) for app in sorted(apps, key=lambda a: a.key)],
+        "apps": [
+            _app(view, fleet, app, policy, now_ms, host_marks or {})
+            for app in sorted(apps, key=lambda a: a.key)
+        ],
         "host_backoff": _backoff(backoff, now_ms),
         "fleet_backoff": None if fleet.backoff is None else _backoff(fleet.backoff, now_ms),
         "lease": None
@@ -161,17 +188,19 @@ def status_document(
     return document
 
 
-def _app(view: HostView, fleet: FleetView, app: AppSpec, policy: HealthPolicy, now_ms: int) -> dict[str, Any]:
+def _app(
+    view: HostView,
+    fleet: FleetView,
+    app: AppSpec,
+    policy: HealthPolicy,
+    now_ms: int,
+    host_marks: Mapping[str, int],
+) -> dict[str, Any]:
     state = view.snapshot.apps.get(app.key)
     release = state.latest_release if state is not None and state.fetched_ms is not None else None
     published = release.published_at if release is not None else None
-    next_due = None
-    if state is not None:
-        due = due_at_ms(state, policy.interval_ms)
-        backoff = view.snapshot.backoff
-        if backoff.is_active(now_ms) and backoff.until_ms is not None:
-            due = max(due or 0, backoff.until_ms)
-        next_due = due if due is not None and due > now_ms else None
+    requested = _pending_refresh(state, fleet, app.key, host_marks)
+    next_due, reason = _next_due(view, fleet, app.key, state, requested, policy, now_ms)
     claim = fleet.claims.get(app.key)
     return {
         "key": app.key,
@@ -183,6 +212,8 @@ def _app(view: HostView, fleet: FleetView, app: AppSpec, policy: HealthPolicy, n
         "last_failure_at": _instant(state.failed_ms if state else None),
         "failures": state.failures if state is not None and state.is_failing() else 0,
         "next_due_at": _instant(next_due),
+        "next_due_reason": reason,
+        "refresh_requested_at": _instant(requested),
         "etag": bool(state is not None and state.etag),
         "fleet_claim": None
         if claim is None
@@ -215,6 +246,62 @@ def _drop_fields(view: HostView, key: str) -> dict[str, Any]:
         "moved_to": None if moved is None else moved.detail,
         "gone_since": None if gone is None else _instant(gone.seen_ms),
     }
+
+
+def _pending_refresh(
+    state: AppState | None, fleet: FleetView, key: str, host_marks: Mapping[str, int]
+) -> int | None:
+    """When a refresh of the app was asked for (a webhook, ``craft_apps_refresh``) that no
+    request has answered yet, as far as this host and Redis show; None without one."""
+    requested = max(
+        (t for t in (host_marks.get(key), fleet.due_marks.get(key)) if t is not None), default=None
+    )
+    if requested is None:
+        return None
+    last = _last_request(state, fleet, key)
+    return requested if last is None or last < requested else None
+
+
+def _last_request(state: AppState | None, fleet: FleetView, key: str) -> int | None:
+    """The newest sign of a request about the app: the fleet's claim, or its last answer."""
+    claim = fleet.claims.get(key)
+    times = (claim.claimed_ms if claim else None, last_answer_ms(state) if state else None)
+    return max((t for t in times if t is not None), default=None)
+
+
+def _next_due(
+    view: HostView,
+    fleet: FleetView,
+    key: str,
+    state: AppState | None,
+    requested: int | None,
+    policy: HealthPolicy,
+    now_ms: int,
+) -> tuple[int | None, str]:
+    """When the app is next asked about (None: at the next tick), and why then: "schedule",
+    "failure retry", "refresh" (asked for ahead of schedule, no sooner than ``REFRESH_GAP_MS``
+    after the last request) or "backoff" (this host's or the fleet's)."""
+    due: int | None = None
+    reason = "schedule"
+    if requested is not None:
+        last = _last_request(state, fleet, key)
+        due = None if last is None else last + REFRESH_GAP_MS
+        reason = "refresh"
+    elif state is not None:
+        due = due_at_ms(state, policy.interval_ms)
+        if (
+            state.is_failing()
+            and due is not None
+            and due == due_at_ms(replace(state, fetched_ms=None), policy.interval_ms)
+        ):
+            reason = "failure retry"
+    else:
+        return None, reason
+    for backoff in (view.snapshot.backoff, fleet.backoff):
+        until = backoff.until_ms if backoff is not None and backoff.is_active(now_ms) else None
+        if until is not None and (due is None or until > due):
+            due, reason = until, "backoff"
+    return (due if due is not None and due > now_ms else None), reason
 
 
 def _backoff(backoff: Backoff, now_ms: int) -> dict[str, Any]:
@@ -253,7 +340,7 @@ def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
                 (app["published_at"] or "-")[:10],
                 relative.of(app["last_fetched_at"], never="not yet"),
                 failures,
-                relative.of(app["next_due_at"], never="now"),
+                _next_due_text(app, relative),
                 "yes" if app["etag"] else "no",
                 "-" if claim is None else f"{claim['by'] or '?'} {relative.of(claim['at'])}",
             )
@@ -357,6 +444,12 @@ def _notices_text(notices: Mapping[str, Any]) -> str:
             f"({notices['max_per_kind']} of each kind, the newest)"
         )
     return text
+
+
+def _next_due_text(app: Mapping[str, Any], relative: _Relative) -> str:
+    when = relative.of(app["next_due_at"], never="now")
+    reason = app.get("next_due_reason", "schedule")
+    return when if reason == "schedule" else f"{when} ({reason})"
 
 
 def _backoff_text(backoff: Mapping[str, Any], relative: _Relative) -> str:

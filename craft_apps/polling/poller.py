@@ -49,6 +49,7 @@ from craft_apps.polling.schedule import (
     RoundResult,
     backoff_after,
     is_due,
+    last_answer_ms,
 )
 
 logger = logging.getLogger(__name__)
@@ -323,7 +324,8 @@ class Poller:
 
     def _requested_due(self, key: str, now_ms: int) -> bool:
         last_claim = self.shared.last_claim_ms(key) if self.shared is not None else None
-        return self.requests.due(key, last_claim, self.backoff, now_ms)
+        # The last answer's time outlives a restart (the state file), the requests' don't.
+        return self.requests.due(key, last_claim, self.backoff, now_ms, last_answer_ms(self.memory[key]))
 
     def _refresh_from_shared(self) -> bool:
         """Takes the fleet's newer entries and backoff; False when there is no fleet or Redis

@@ -30,7 +30,7 @@ from craft_apps.host.lease import Lease, LeaseKeeper
 from craft_apps.host.store import StateUnavailable
 from craft_apps.polling.loop import PollerParts, PollingLoop, build_poller_parts
 from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
-from craft_apps.polling.tally import EXIT_STALE, Tally, stale_after_trouble
+from craft_apps.polling.tally import EXIT_STALE, Tally, once_trouble
 from craft_apps.polling.wakeup import WakeUps
 
 logger = logging.getLogger(__name__)
@@ -204,17 +204,15 @@ class PollerRunner:
             self.tally.stopped()
 
     def _once_status(self, config: PollConfig) -> int:
-        """0, or EXIT_STALE when the round's requests failed and apps are now out of date."""
+        """0, or EXIT_STALE when the round's requests failed, or a backoff or the apps' next
+        tries kept it from asking, and apps are now out of date (one line says which and until
+        when)."""
         if self.poller is None or self.last_report is None:
             return EXIT_OK
-        stale = stale_after_trouble(
-            self.last_report, self.poller.memory, self.clock.now_ms(), config.interval_ms
+        trouble = once_trouble(
+            self.last_report, self.poller.memory, self.poller.backoff, self.clock.now_ms(), config.interval_ms
         )
-        if not stale:
+        if trouble is None:
             return EXIT_OK
-        logger.error(
-            "Craft app releases: requests failed and %d apps are older than the interval: %s.",
-            len(stale),
-            ", ".join(stale),
-        )
+        logger.error("%s", trouble)
         return EXIT_STALE

@@ -35,9 +35,17 @@ class RefreshRequests:
         self._since[app] = now_ms
         return True
 
-    def due(self, app: str, last_claim_ms: int | None, backoff: Backoff, now_ms: int) -> bool:
+    def due(
+        self,
+        app: str,
+        last_claim_ms: int | None,
+        backoff: Backoff,
+        now_ms: int,
+        last_answer_ms: int | None = None,
+    ) -> bool:
         """Whether a pending refresh makes ``app`` due now (``last_claim_ms``: the newest claim
-        of it the fleet's store knows of, None alone); forgets one that was answered."""
+        of it the fleet's store knows of, None alone; ``last_answer_ms``: the app's last fetch or
+        failure, as the state file keeps it); forgets one that was answered."""
         requested = self._pending.get(app)
         if requested is None:
             return False
@@ -50,7 +58,7 @@ class RefreshRequests:
             return False
         if self._held_until.get(app, 0) > now_ms:
             return False
-        return requested_due(requested, last_asked, backoff, now_ms)
+        return requested_due(requested, last_asked, backoff, now_ms, last_answer_ms)
 
     def started(self, app: str, now_ms: int) -> None:
         """This host is asking GitHub about ``app`` now."""

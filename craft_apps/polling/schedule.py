@@ -72,24 +72,36 @@ def due_at_ms(state: AppState, interval_ms: int) -> int | None:
     return max(waits) if waits else None
 
 
-def requested_due(requested_ms: int | None, last_asked_ms: int | None, backoff: Backoff, now_ms: int) -> bool:
+def requested_due(
+    requested_ms: int | None,
+    last_asked_ms: int | None,
+    backoff: Backoff,
+    now_ms: int,
+    last_answer_ms: int | None = None,
+) -> bool:
     """Whether a refresh asked for at ``requested_ms`` makes an app due now, ahead of schedule.
 
     ``last_asked_ms`` is when a request to GitHub about the app last started, by this host or
-    (its claim) any other. A refresh is answered by a request that started at or after it was
-    asked for, and is then no reason to ask again. Otherwise the app is due once the last
-    request started ``REFRESH_GAP_MS`` ago, and never while backing off: a flood of refreshes
-    asks GitHub about one app at most once per ``MIN_REQUEST_GAP_MS``, and never past a rate
-    limit. The failure retry waits don't apply: a refresh says there is something new to ask
-    about.
+    (its claim) any other; ``last_answer_ms`` when one last ended in a fetch, a 304 or a failure
+    (``last_answer_ms``: the state file's times, which outlive the process). A refresh is
+    answered by a request that started at or after it was asked for, and is then no reason to
+    ask again. Otherwise the app is due once the last request started, and the last answer came,
+    ``REFRESH_GAP_MS`` ago, and never while backing off: a flood of refreshes asks GitHub about
+    one app at most once per ``MIN_REQUEST_GAP_MS``, and never past a rate limit, even across a
+    restart of the poller. The failure retry waits don't apply: a refresh says there is
+    something new to ask about.
     """
     if requested_ms is None or backoff.is_active(now_ms):
         return False
-    if last_asked_ms is None:
-        return True
-    if last_asked_ms >= requested_ms:
+    if last_asked_ms is not None and last_asked_ms >= requested_ms:
         return False
-    return age_ms(last_asked_ms, now_ms) >= REFRESH_GAP_MS
+    last = max((t for t in (last_asked_ms, last_answer_ms) if t is not None), default=None)
+    return last is None or age_ms(last, now_ms) >= REFRESH_GAP_MS
+
+
+def last_answer_ms(state: AppState) -> int | None:
+    """When GitHub last answered about the app (a fetch, a 304 or a failure), by any host."""
+    return max((t for t in (state.fetched_ms, state.failed_ms) if t is not None), default=None)
 
 
 def backoff_after(

@@ -13,11 +13,13 @@ import logging
 from collections.abc import Mapping
 
 from craft_apps.clock import Clock
-from craft_apps.domain import AppState, GitHubQuota
+from craft_apps.domain import AppState, Backoff, GitHubQuota
+from craft_apps.fleet.trouble import PollMode
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.store import StateStore, StateUnavailable
+from craft_apps.instants import format_duration, format_ms
 from craft_apps.polling.poller import Poller, TickReport
-from craft_apps.polling.schedule import age_ms
+from craft_apps.polling.schedule import age_ms, due_at_ms
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +79,67 @@ def stale_after_trouble(
     report: TickReport, states: Mapping[str, AppState], now_ms: int, interval_ms: int
 ) -> list[str]:
     """The apps older than the interval (or never fetched) when the round had failed or
-    rate-limited requests, or didn't run for a backoff; empty otherwise."""
-    troubled = report.round.failed > 0 or report.round.rate_limited or report.backing_off
-    if not troubled:
-        return []
-    return sorted(
+    rate-limited requests, didn't run for a backoff, or left such an app waiting for its next
+    try after failures; empty otherwise."""
+    stale = sorted(
         key
         for key, state in states.items()
         if state.fetched_ms is None or age_ms(state.fetched_ms, now_ms) > interval_ms
+    )
+    troubled = (
+        report.round.failed > 0
+        or report.round.rate_limited
+        or report.backing_off
+        or any(states[key].is_failing() for key in stale)
+    )
+    return stale if troubled else []
+
+
+def once_trouble(
+    report: TickReport,
+    states: Mapping[str, AppState],
+    backoff: Backoff,
+    now_ms: int,
+    interval_ms: int,
+) -> str | None:
+    """``--once``'s one line when it exits ``EXIT_STALE`` (None when it exits 0): what the round
+    did, the backoff or the per-app waits that kept it from asking, each with when it ends, and
+    the apps older than the interval."""
+    stale = stale_after_trouble(report, states, now_ms, interval_ms)
+    if not stale:
+        return None
+    whose = "the fleet's" if report.mode is PollMode.COORDINATED else "this host's"
+    result = report.round
+    if report.backing_off:
+        what = [f"asked GitHub nothing: {whose} backoff {_backoff_end(backoff, now_ms)}"]
+    elif result.requests() > 0:
+        outcome = f"{result.failed} requests failed" if result.failed else "no request failed"
+        what = [outcome + (", rate limited" if result.rate_limited else "")]
+        if backoff.is_active(now_ms):
+            what.append(f"{whose} backoff now {_backoff_end(backoff, now_ms)}")
+    else:
+        what = ["asked GitHub nothing"]
+    # An app's own wait is named when it is what kept it from being asked: nothing was asked,
+    # and the wait ends after any backoff.
+    waited_until = backoff.until_ms if backoff.is_active(now_ms) and backoff.until_ms is not None else now_ms
+    for key in stale if result.requests() == 0 else ():
+        state = states[key]
+        due = due_at_ms(state, interval_ms)
+        if state.is_failing() and due is not None and due > waited_until:
+            what.append(
+                f"{key} waits for its next try until {format_ms(due)} (in {format_duration(due - now_ms)})"
+                f" after {state.failures} failures"
+            )
+    return (
+        f"Craft app releases: {'; '.join(what)}; {len(stale)} apps are older than the interval: "
+        f"{', '.join(stale)}."
+    )
+
+
+def _backoff_end(backoff: Backoff, now_ms: int) -> str:
+    if backoff.until_ms is None or not backoff.is_active(now_ms):
+        return "has ended"
+    return (
+        f"lasts until {format_ms(backoff.until_ms)} (in {format_duration(backoff.until_ms - now_ms)}), "
+        f"after {backoff.trouble} troubled rounds in a row"
     )

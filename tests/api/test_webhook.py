@@ -7,6 +7,8 @@ import hmac
 import io
 import json
 import logging
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import redis
 from django.test import Client, RequestFactory, override_settings
 
 from craft_apps.api import webhook
+from craft_apps.api.refresh import DELIVERIES_KEPT, refresh_stores, request_refresh
 from craft_apps.fleet.options import poller_cache
 from craft_apps.host.due import DueMark, HostDueMarks
 from craft_apps.host.store import StateStore
@@ -275,12 +278,13 @@ def test_a_repeated_delivery_does_nothing_more(site, host_dir: Path, redis_clien
     response = post(delivery="same")
     assert response.status_code == 202 and response.json() == {"status": "duplicate"}
     assert HostDueMarks(host_dir).marks() == [] and redis_client.exists("craftApps:releases:due") == 0
-    assert 0 < redis_client.pttl("craftApps:releases:delivery:same") <= 86_400_000
+    assert 0 < redis_client.pttl("craftApps:releases:deliveries") <= 86_400_000
+    assert redis_client.zrange("craftApps:releases:deliveries", 0, -1) == [b"same"]
     assert post(delivery="another").json()["status"] == "due"
 
 
 def test_a_delivery_taken_by_another_host_is_a_replay_here(site, host_dir: Path, redis_client):
-    redis_client.set("craftApps:releases:delivery:seen-elsewhere", "1")
+    redis_client.zadd("craftApps:releases:deliveries", {"seen-elsewhere": time.time() * 1000})
     assert post(delivery="seen-elsewhere").json() == {"status": "duplicate"}
     assert HostDueMarks(host_dir).marks() == []
 
@@ -339,3 +343,38 @@ def test_a_secret_setting_of_the_wrong_type_is_named_without_its_value(host_dir:
         assert post().status_code == 404
     assert len(found) == 1 and "GITHUB_WEBHOOK_SECRET" in found[0].msg and "list" in found[0].msg
     assert SECRET not in found[0].msg + found[0].hint
+
+
+# -- bounds -------------------------------------------------------------------------------
+
+
+def test_a_flood_of_deliveries_leaves_at_most_the_bound_in_redis_and_on_the_host(
+    site, host_dir: Path, redis_client
+):
+    """10,000 deliveries (someone holding the secret) leave one Redis key of DELIVERIES_KEPT
+    members, and the host's state file as many rows (a flood of 1.5 times the bound there, as
+    each is a transaction on disk); GitHub is still asked at most once per app per 10 s (the
+    refresh rule, tests/polling/test_wakeup.py)."""
+    start_ms = int(time.time() * 1000)
+    host, fleet = refresh_stores()
+    try:
+        for n in range(10_000):
+            on_host = host if n >= 10_000 - DELIVERIES_KEPT * 3 // 2 else None
+            outcome = request_refresh(
+                ["photocraft"], now_ms=start_ms + n, host=on_host, fleet=fleet, delivery=f"flood-{n}"
+            )
+            assert outcome.shared and not outcome.duplicate
+    finally:
+        host.close()
+    prefix = "craftApps:releases:"
+    assert set(redis_client.keys("*")) == {f"{prefix}{k}".encode() for k in ("due", "due:seq", "deliveries")}
+    assert redis_client.zcard(f"{prefix}deliveries") == DELIVERIES_KEPT
+    assert redis_client.hlen(f"{prefix}due") == 1
+    db = sqlite3.connect(host_dir / "craft_apps_state.sqlite3")
+    try:
+        assert db.execute("SELECT count(*) FROM webhook_delivery").fetchone()[0] == DELIVERIES_KEPT
+    finally:
+        db.close()
+    # The newest are still replays; one past the bound is taken again (and asks no sooner).
+    assert post(delivery="flood-9999").json() == {"status": "duplicate"}
+    assert post(delivery="flood-0").json()["status"] == "due"

@@ -29,11 +29,23 @@ def test_unreadable_marks_are_left_out(redis_client: redis.Redis):
     assert SharedDueMarks(redis_client).marks() == {"c": t(0)}
 
 
-def test_a_delivery_is_taken_once(redis_client: redis.Redis):
+def test_a_delivery_is_taken_once_a_day(redis_client: redis.Redis):
     due = SharedDueMarks(redis_client)
-    assert due.take_delivery("d-1")
-    assert not due.take_delivery("d-1")
-    assert DELIVERY_TTL_MS - 60_000 < redis_client.pttl("craftApps:releases:delivery:d-1") <= DELIVERY_TTL_MS
+    assert due.take_delivery("d-1", t(0), keep=10)
+    assert not due.take_delivery("d-1", t(0) + DELIVERY_TTL_MS, keep=10)
+    assert DELIVERY_TTL_MS - 60_000 < redis_client.pttl("craftApps:releases:deliveries") <= DELIVERY_TTL_MS
+    assert due.take_delivery("d-1", t(0) + DELIVERY_TTL_MS + 1, keep=10), "over a day ago: taken again"
+
+
+def test_only_the_newest_deliveries_are_kept_in_one_key(redis_client: redis.Redis):
+    due = SharedDueMarks(redis_client)
+    for n in range(25):
+        assert due.take_delivery(f"d-{n}", t(0) + n, keep=10)
+    assert not due.take_delivery("d-24", t(0) + 30, keep=10), "a recent one is still a replay"
+    assert due.take_delivery("d-0", t(0) + 31, keep=10), "one past the bound is taken again"
+    assert redis_client.keys("*") == [b"craftApps:releases:deliveries"]
+    kept = redis_client.zrange("craftApps:releases:deliveries", 0, -1)
+    assert kept == [f"d-{n}".encode() for n in range(16, 25)] + [b"d-0"]
 
 
 def test_redis_trouble_is_one_line_without_credentials(fresh_redis_server: RedisServer):
@@ -41,7 +53,12 @@ def test_redis_trouble_is_one_line_without_credentials(fresh_redis_server: Redis
     client = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
     due = SharedDueMarks(client)
     fresh_redis_server.kill()
-    for call in (due.seq, due.marks, lambda: due.mark(["a"], t(0)), lambda: due.take_delivery("d")):
+    for call in (
+        due.seq,
+        due.marks,
+        lambda: due.mark(["a"], t(0)),
+        lambda: due.take_delivery("d", t(0), keep=1),
+    ):
         with pytest.raises(RedisTrouble) as caught:
             call()
         assert "\n" not in str(caught.value) and "pw-123" not in str(caught.value)

@@ -27,7 +27,7 @@ def test_without_a_state_file_nothing_is_created(state_dir: Path):
     with pytest.raises(StateUnavailable, match="doesn't exist yet"):
         due.mark(["photocraft"], START_MS, shared=False)
     with pytest.raises(StateUnavailable):
-        due.take_delivery("d-1", START_MS)
+        due.take_delivery("d-1", START_MS, keep=10)
     assert not state_dir.exists()
 
 
@@ -62,10 +62,23 @@ def test_marks_are_kept_until_the_poller_takes_them_and_change_nothing_served(
 
 
 def test_a_delivery_is_taken_once_a_day(marks: HostDueMarks):
-    assert marks.take_delivery("d-1", START_MS)
-    assert not marks.take_delivery("d-1", START_MS + DELIVERY_KEPT_MS - 1)
-    assert marks.take_delivery("d-2", START_MS + DELIVERY_KEPT_MS + 1), "forgets d-1 on the way"
-    assert marks.take_delivery("d-1", START_MS + DELIVERY_KEPT_MS + 2)
+    assert marks.take_delivery("d-1", START_MS, keep=10)
+    assert not marks.take_delivery("d-1", START_MS + DELIVERY_KEPT_MS - 1, keep=10)
+    assert marks.take_delivery("d-2", START_MS + DELIVERY_KEPT_MS + 1, keep=10), "forgets d-1 on the way"
+    assert marks.take_delivery("d-1", START_MS + DELIVERY_KEPT_MS + 2, keep=10)
+
+
+def test_only_the_newest_deliveries_are_kept(state_dir: Path, marks: HostDueMarks):
+    for n in range(25):
+        assert marks.take_delivery(f"d-{n}", START_MS + n, keep=10)
+    assert not marks.take_delivery("d-24", START_MS + 30, keep=10), "a recent one is still a replay"
+    assert marks.take_delivery("d-0", START_MS + 31, keep=10), "one past the bound is taken again"
+    db = sqlite3.connect(state_dir / "craft_apps_state.sqlite3")
+    try:
+        kept = [row[0] for row in db.execute("SELECT id FROM webhook_delivery ORDER BY seen_ms")]
+    finally:
+        db.close()
+    assert kept == [f"d-{n}" for n in range(16, 25)] + ["d-0"]
 
 
 def test_a_replaced_state_file_is_read_anew(state_dir: Path, marks: HostDueMarks):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import sqlite3
 import subprocess
@@ -24,6 +25,7 @@ from craft_apps.domain import AppState, Backoff
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.store import StateStore
+from craft_apps.instants import datetime_to_ms, parse_rfc3339
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer, free_port
 from tests.support import apps_setting, publish, release, stand_in
@@ -164,3 +166,22 @@ def test_the_fleet_backoff_and_a_claim_in_redis_show(
     assert [p["rule"] for p in doc["health"]["problems"]] == ["poller", "stale", "stale"]
     text = status()
     assert "2 troubled rounds in a row" in text and "host-b 5 s ago" in text
+
+
+def test_a_refresh_asked_for_shows_as_the_next_due_time_and_why(env: dict[str, str], redis_client):
+    """A refresh marked by `craft_apps_refresh` (as by a webhook), in Redis and on the host's
+    state file, is the next due time: the last request plus the 11 s gap, not the interval."""
+    assert manage(env, "poll_craft_releases", "--once").returncode == 0
+    assert manage(env, "craft_apps_refresh", "photocraft").returncode == 0
+    assert redis_client.hexists("craftApps:releases:due", "photocraft")
+    doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
+    apps = {app["key"]: app for app in doc["apps"]}
+    photocraft, launcher = apps["photocraft"], apps["artcraft-launcher"]
+    assert photocraft["next_due_reason"] == "refresh" and photocraft["refresh_requested_at"] is not None
+    fetched_ms = datetime_to_ms(parse_rfc3339(photocraft["last_fetched_at"]))
+    if photocraft["next_due_at"] is not None:  # None: the 11 s are over, due at the next look
+        assert datetime_to_ms(parse_rfc3339(photocraft["next_due_at"])) <= fetched_ms + 11_000
+    assert launcher["next_due_reason"] == "schedule" and launcher["refresh_requested_at"] is None
+    assert datetime_to_ms(parse_rfc3339(launcher["next_due_at"])) > fetched_ms + 20 * 60_000
+    text = manage(env, "craft_apps_status").stdout
+    assert re.search(r"^photocraft .*(now|in \d+ s) \(refresh\)", text, re.M), text

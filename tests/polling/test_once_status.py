@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from craft_apps.host.counters import read_counters
+from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateStore
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 from craft_apps.polling.tally import EXIT_STALE
@@ -95,3 +96,18 @@ def test_redis_errors_and_the_mode_are_counted(site: Path, settings, fresh_redis
     assert run_once(START_MS + INTERVAL_S * 1000) == EXIT_OK
     counters = read_counters(StateStore(site))
     assert counters.mode == "standalone" and counters.redis_errors >= 1
+
+
+def test_a_restarted_poller_keeps_10_s_between_two_requests_about_an_app(site: Path, github: FakeGitHub):
+    """The gap between two requests about one app is counted from the state file's last answer,
+    which a new process reads back, not from the process's memory alone."""
+    assert run_once() == EXIT_OK  # both apps fetched at START_MS
+    github.reset_requests()
+    marks = HostDueMarks(site)
+    marks.mark([APPS[0].key], START_MS + 2_000, shared=False)  # a webhook, 2 s later
+    assert run_once(START_MS + 6_000) == EXIT_OK  # another process, 6 s after the last answer
+    assert github.requests == [], "asked again 6 s after the last request"
+    assert marks.marks() == [], "the mark was taken"
+    marks.mark([APPS[0].key], START_MS + 12_000, shared=False)
+    assert run_once(START_MS + 12_000) == EXIT_OK  # 12 s after: the refresh is answered
+    assert [r.repo for r in github.requests] == [APPS[0].repo]

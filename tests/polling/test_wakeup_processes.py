@@ -77,10 +77,10 @@ def daemons(tmp_path: Path, github: FakeGitHub) -> Iterator[Callable[..., Daemon
     started: list[Daemon] = []
 
     def start(name: str, redis_url: str | None) -> Daemon:
-        # PhotoCraft was fetched a moment ago: the first round leaves it alone, so the
-        # delivery is the first reason to ask about it (no 10 s gap to wait out).
+        # PhotoCraft was fetched a minute ago: the first round leaves it alone, so the
+        # delivery is the first reason to ask about it (no 10 s gap since that answer to wait out).
         release = parse_release(json.dumps(demo_release(APPS[0], "0.5.0", PUBLISHED)).encode(), APPS[0].repo)
-        fresh = AppState(latest_release=release, fetched_ms=time.time_ns() // 1_000_000)
+        fresh = AppState(latest_release=release, fetched_ms=time.time_ns() // 1_000_000 - 60_000)
         publish(tmp_path / name, {"photocraft": fresh})
         daemon = Daemon(tmp_path / name, github, redis_url, tmp_path / f"{name}.log")
         started.append(daemon)
