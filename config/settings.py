@@ -58,7 +58,7 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "config" / "templates"],  # the demo's landing page
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
