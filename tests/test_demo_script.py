@@ -112,7 +112,13 @@ def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo)
     assert out.count("Database: ") == 1, out
     status, landing = demo.fetch("/")
     assert status == 200 and f"{demo.site}/ " in line
-    for link in ("/v1/craft_apps/release_info", "/api/docs/", "/api/redoc/", "/craft_apps/downloads/", "/admin/"):
+    for link in (
+        "/v1/craft_apps/release_info",
+        "/api/docs/",
+        "/api/redoc/",
+        "/craft_apps/downloads/",
+        "/admin/",
+    ):
         assert f'href="{link}"'.encode() in landing
     check_offline(demo.fetch, demo.site, "/")
 
@@ -122,7 +128,9 @@ def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo)
     env["CRAFT_APPS_RELEASE_APPS"] = ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS)
     shown = subprocess.run(["sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "not fetched yet" not in shown.stdout and all(app.key in shown.stdout for app in APPS), shown.stdout
+    assert "not fetched yet" not in shown.stdout and all(app.key in shown.stdout for app in APPS), (
+        shown.stdout
+    )
     assert "unapplied migration" not in out and "development server" not in out, out
 
     children = subprocess.run(["pgrep", "-P", str(demo.process.pid)], capture_output=True, text=True)
@@ -174,10 +182,14 @@ def test_a_busy_port_stops_the_demo_before_any_success_line_naming_its_variable(
 
 def test_the_demo_set_up_takes_any_supported_python_and_no_system_tool():
     setup = (ROOT / ".ci" / "setup").read_text()
-    demo_branch = setup.split('if [ "$profile" = dev ]; then', 1)[1].split("\nelse\n", 1)[1].split("\nfi\n", 1)[0]
+    demo_branch = (
+        setup.split('if [ "$profile" = dev ]; then', 1)[1].split("\nelse\n", 1)[1].split("\nfi\n", 1)[0]
+    )
     assert "3.11" not in demo_branch and "(3, 10) <= sys.version_info[:2] <= (3, 13)" in demo_branch
     for tool in ("redis-server", "systemd-analyze"):
-        [check] = [line for line in setup.splitlines() if f"command -v {tool}" in line and line.startswith("if")]
+        [check] = [
+            line for line in setup.splitlines() if f"command -v {tool}" in line and line.startswith("if")
+        ]
         assert '[ "$profile" = dev ] &&' in check
 
 

@@ -244,7 +244,20 @@ def pinned(requirements: str, name: str) -> str:
 def django_replaced(python: Path, wanted: list[str], report: Path, offline: bool) -> bool:
     """Whether ``pip install wanted`` (a dry run) would install another Django."""
     where = ["--no-index", "--find-links", str(WHEELHOUSE)] if offline else []
-    run([str(python), "-m", "pip", "install", "--quiet", "--dry-run", "--report", str(report), *where, *wanted])
+    run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--dry-run",
+            "--report",
+            str(report),
+            *where,
+            *wanted,
+        ]
+    )
     names = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     return "django" in names
 

@@ -113,13 +113,26 @@ class GitHubWebhookView(_PlainView):
         "`repository.full_name` are read.",
         request={"application/json": OpenApiTypes.OBJECT},
         parameters=[
-            OpenApiParameter(SIGNATURE_HEADER, str, OpenApiParameter.HEADER, required=True,
-                             description="`sha256=<HMAC-SHA256 of the body with the secret, hex>`"),
-            OpenApiParameter("X-GitHub-Event", str, OpenApiParameter.HEADER,
-                             description="`release` or `ping`; others are ignored."),
-            OpenApiParameter("X-GitHub-Delivery", str, OpenApiParameter.HEADER,
-                             description="The delivery's id; a repeated one does nothing more."),
-        ],  # fmt: skip
+            OpenApiParameter(
+                SIGNATURE_HEADER,
+                str,
+                OpenApiParameter.HEADER,
+                required=True,
+                description="`sha256=<HMAC-SHA256 of the body with the secret, hex>`",
+            ),
+            OpenApiParameter(
+                "X-GitHub-Event",
+                str,
+                OpenApiParameter.HEADER,
+                description="`release` or `ping`; others are ignored.",
+            ),
+            OpenApiParameter(
+                "X-GitHub-Delivery",
+                str,
+                OpenApiParameter.HEADER,
+                description="The delivery's id; a repeated one does nothing more.",
+            ),
+        ],
         responses={
             200: OpenApiResponse(CraftAppsWebhookAnswerSerializer, description="`ping`: `pong`."),
             202: OpenApiResponse(
@@ -128,7 +141,9 @@ class GitHubWebhookView(_PlainView):
                 examples=[OpenApiExample("due", {"status": "due", "apps": ["photocraft"]})],
             ),
             400: OpenApiResponse(CraftAppsWebhookAnswerSerializer, description="Not a JSON object."),
-            401: OpenApiResponse(CraftAppsWebhookAnswerSerializer, description="The signature doesn't match."),
+            401: OpenApiResponse(
+                CraftAppsWebhookAnswerSerializer, description="The signature doesn't match."
+            ),
             404: OpenApiResponse(description="The webhook is not enabled."),
             413: OpenApiResponse(CraftAppsWebhookAnswerSerializer, description="The body is over 1 MiB."),
             503: OpenApiResponse(

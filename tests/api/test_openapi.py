@@ -116,7 +116,10 @@ def test_the_docs_settings_describe_the_api_and_list_no_schema_endpoint_nor_auth
 
 def test_the_404_example_of_a_download_says_success_false(client):
     paths = generate()["paths"]
-    for path in ("/v1/craft_apps/download/{app_key}/{os}/{arch}", "/v1/craft_apps/download/{app_key}/{os}/{arch}/{package_type}"):
+    for path in (
+        "/v1/craft_apps/download/{app_key}/{os}/{arch}",
+        "/v1/craft_apps/download/{app_key}/{os}/{arch}/{package_type}",
+    ):
         content = paths[path]["get"]["responses"]["404"]["content"]["application/json"]
         assert [example["value"]["success"] for example in content["examples"].values()] == [False]
     error = generate()["components"]["schemas"]["CraftAppsDownloadError"]["properties"]["success"]
