@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from craft_apps.api.health import health
 from craft_apps.api.metrics import metrics
 from craft_apps.api.webhook import SIGNATURE_HEADER, github_webhook
+from craft_apps.conf import describe
 
 TAG = "Craft Apps host"
 
@@ -89,7 +90,7 @@ class MetricsView(_PlainView):
         tags=[TAG],
         operation_id="craft_apps_metrics",
         summary="Prometheus metrics of this host",
-        description="Only with `CRAFT_APPS_METRICS_TOKEN` set (404 without), as "
+        description=f"Only with {describe('METRICS_TOKEN')} set (404 without), as "
         "`Authorization: Bearer <token>`.",
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="The text exposition."),
@@ -108,7 +109,7 @@ class GitHubWebhookView(_PlainView):
         tags=[TAG],
         operation_id="craft_apps_github_webhook",
         summary="GitHub's release events: ask GitHub about that app now",
-        description="Only with `CRAFT_APPS_GITHUB_WEBHOOK_SECRET` set (404 without). The body is "
+        description=f"Only with {describe('GITHUB_WEBHOOK_SECRET')} set (404 without). The body is "
         f"GitHub's JSON payload, signed in `{SIGNATURE_HEADER}`; only its `action` and "
         "`repository.full_name` are read.",
         request={"application/json": OpenApiTypes.OBJECT},
