@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from craft_apps.api.docs_settings import spectacular_settings
 from craft_apps.fleet.options import poller_cache
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -58,7 +59,7 @@ ASGI_APPLICATION = "config.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "config" / "templates"],  # the demo's landing page
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -105,18 +106,8 @@ REST_FRAMEWORK: dict[str, object] = {
     "UNAUTHENTICATED_USER": None,
 }
 
-SPECTACULAR_SETTINGS: dict[str, object] = {
-    "TITLE": "Craft Apps release info",
-    "DESCRIPTION": "The latest release of every Craft App, for ArtCraft Launcher.",
-    "VERSION": "1.0.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    # The docs load nothing from outside the site: Swagger UI and ReDoc from
-    # drf-spectacular-sidecar, no online validator badge (an image from validator.swagger.io).
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
-}
+# The package's docs settings, as the install snippet gives a site (craft_apps.api.docs_settings).
+SPECTACULAR_SETTINGS = spectacular_settings()
 
 LOGGING = {
     "version": 1,

@@ -68,6 +68,8 @@ def check_offline(fetch: Fetch, site: str, path: str) -> DocsPage:
         assert not foreign_hosts(text, site_host), (path, foreign_hosts(text, site_host))
     assets: dict[str, bytes] = {}
     for reference in parts.references:
+        if reference.startswith("data:"):
+            continue  # in the page itself: nothing is fetched
         url = urlsplit(urljoin(site + path, reference))
         assert (url.scheme, url.netloc) == urlsplit(site)[:2], f"{path} loads {reference} from another site"
         asset_status, asset = fetch(url.path + (f"?{url.query}" if url.query else ""))

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -60,22 +61,26 @@ class Demo:
             time.sleep(0.05)
 
 
+def demo_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_", "DEMO_"))}
+    env.update(
+        DEMO_VENV=sys.prefix,
+        DEMO_PORT=str(free_port()),
+        DEMO_GITHUB_PORT=str(free_port()),
+        CRAFT_APPS_STATE_DIR=str(tmp_path / "state"),
+        DJANGO_DB_NAME=str(tmp_path / "demo.sqlite3"),
+        CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
+    )
+    return env | extra
+
+
 @pytest.fixture
 def start_demo(tmp_path: Path) -> Iterator[object]:
     started: list[Demo] = []
 
     def start(**extra: str) -> Demo:
-        port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_", "DEMO_"))}
-        env.update(
-            DEMO_VENV=sys.prefix,
-            DEMO_PORT=str(port),
-            DEMO_GITHUB_PORT=str(free_port()),
-            CRAFT_APPS_STATE_DIR=str(tmp_path / "state"),
-            DJANGO_DB_NAME=str(tmp_path / "demo.sqlite3"),
-            CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
-            **extra,
-        )
+        env = demo_env(tmp_path, **extra)
+        port = env["DEMO_PORT"]
         log = tmp_path / f"demo-{len(started)}.log"
         with log.open("wb") as out:
             process = subprocess.Popen(
@@ -105,6 +110,27 @@ def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo)
     [line] = [line for line in out.splitlines() if line.startswith("Demo: ")]
     assert "served by gunicorn" in line and "GitHub stand-in" in line and "poll_craft_releases" in line
     assert out.count("Database: ") == 1, out
+    status, landing = demo.fetch("/")
+    assert status == 200 and f"{demo.site}/ " in line
+    for link in (
+        "/v1/craft_apps/release_info",
+        "/api/docs/",
+        "/api/redoc/",
+        "/craft_apps/downloads/",
+        "/admin/",
+    ):
+        assert f'href="{link}"'.encode() in landing
+    check_offline(demo.fetch, demo.site, "/")
+
+    # The status command the line ends with, run as printed, reads the demo's state.
+    command = line.split("shown by: ", 1)[1].split(" - Ctrl-C", 1)[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
+    env["CRAFT_APPS_RELEASE_APPS"] = ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS)
+    shown = subprocess.run(["sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "not fetched yet" not in shown.stdout and all(app.key in shown.stdout for app in APPS), (
+        shown.stdout
+    )
     assert "unapplied migration" not in out and "development server" not in out, out
 
     children = subprocess.run(["pgrep", "-P", str(demo.process.pid)], capture_output=True, text=True)
@@ -135,6 +161,36 @@ def test_demo_real_github_polls_the_given_github_with_the_token_never_shown(star
     assert f"GitHub at {github_url} with a token" in line
     assert "stand-in" not in line and "fake GitHub serving" not in out
     assert TOKEN not in out
+
+
+@pytest.mark.parametrize("variable", ["DEMO_PORT", "DEMO_GITHUB_PORT"])
+def test_a_busy_port_stops_the_demo_before_any_success_line_naming_its_variable(tmp_path, variable):
+    env = demo_env(tmp_path)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env[variable] = str(port)
+        result = subprocess.run(
+            ["bash", ".ci/demo"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode != 0
+    assert f"Port {port} is in use" in result.stderr and f"set {variable} to a free port" in result.stderr
+    assert "Demo: " not in result.stdout + result.stderr
+    assert not (tmp_path / "demo.sqlite3").exists(), "nothing started"
+
+
+def test_the_demo_set_up_takes_any_supported_python_and_no_system_tool():
+    setup = (ROOT / ".ci" / "setup").read_text()
+    demo_branch = (
+        setup.split('if [ "$profile" = dev ]; then', 1)[1].split("\nelse\n", 1)[1].split("\nfi\n", 1)[0]
+    )
+    assert "3.11" not in demo_branch and "(3, 10) <= sys.version_info[:2] <= (3, 13)" in demo_branch
+    for tool in ("redis-server", "systemd-analyze"):
+        [check] = [
+            line for line in setup.splitlines() if f"command -v {tool}" in line and line.startswith("if")
+        ]
+        assert '[ "$profile" = dev ] &&' in check
 
 
 def test_the_demo_environment_has_no_test_tools():

@@ -31,12 +31,15 @@ from pathlib import Path
 import pytest
 
 import craft_apps
+from craft_apps.api.docs_settings import CONTRACT_VERSION, spectacular_settings
 from tests.docs_pages import check_offline
 from tests.fleet.server import free_port
 from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "docs" / "install-example.sh"
+SCRIPT = ROOT / "craft_apps" / "install_example.sh"
+# What the README's install command adds in a site that has Django: pip keeps that version.
+KEEP_DJANGO = "\"django==$(python -c 'import django; print(django.__version__)')\""
 WHEELHOUSE = Path(os.environ.get("CRAFT_APPS_WHEELHOUSE") or ROOT / ".nox" / "wheelhouse")
 NOT_COPIED = shutil.ignore_patterns(
     ".git", ".venv*", ".nox", "var", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
@@ -84,6 +87,8 @@ def test_the_sdist_ships_no_tests_and_the_wheel_has_the_metadata(built: Built):
         "craft_apps/fleet/guarded_write.lua",
         "craft_apps/py.typed",
         "craft_apps/templates/craft_apps/redoc.html",
+        "craft_apps/install_example.sh",
+        "craft_apps/install_example.py",
         "craft_apps/management/commands/poll_craft_releases.py",
         "craft_apps/testing/fake_github.py",
         f"django_craft_apps-{version}.dist-info/licenses/LICENSE",
@@ -145,7 +150,8 @@ def new_site(built: Built, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str
     site = tmp_path / "site"
     site.mkdir()
     run([str(venv / "bin" / "django-admin"), "startproject", "mysite", str(site)])
-    run(["sh", str(SCRIPT)], cwd=site)
+    # From the installed wheel, as the README says: no checkout needed.
+    run([str(python), "-m", "craft_apps.install_example"], cwd=site)
     env = {
         key: value
         for key, value in os.environ.items()
@@ -207,6 +213,88 @@ def test_the_readme_install_gives_a_new_site_the_endpoint_and_offline_docs(
         check_offline(fetch, site_url, "/api/redoc/")
         status, schema = fetch("/api/schema/")
         assert status == 200 and b"GetCraftAppsReleaseInfoResponse" in schema
+        # The demo's finished docs: the same info, no schema endpoint listed, no Authorize button.
+        status, body = fetch("/api/schema/?format=json")
+        document = json.loads(body)
+        assert document["info"] == {
+            "title": "Craft Apps release info",
+            "version": CONTRACT_VERSION,
+            "description": spectacular_settings()["DESCRIPTION"],
+        }
+        assert set(document["paths"]) >= {"/v1/craft_apps/health", "/v1/craft_apps/github_webhook"}
+        assert not any(path.startswith("/api/") for path in document["paths"])
+        assert "securitySchemes" not in document.get("components", {})
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_the_readme_install_command_names_the_sites_django():
+    readme = (ROOT / "README.md").read_text()
+    assert f"pip install ./django-craft-apps drf-spectacular-sidecar {KEEP_DJANGO}" in readme
+    assert f"drf-spectacular-sidecar {KEEP_DJANGO}" in readme.split("python -m build", 1)[1], "the wheel too"
+
+
+def pinned(requirements: str, name: str) -> str:
+    [line] = [line for line in (ROOT / "requirements" / requirements).read_text().splitlines()
+              if line.startswith(f"{name}==")]  # fmt: skip
+    return line.split("==", 1)[1]
+
+
+def django_replaced(python: Path, wanted: list[str], report: Path, offline: bool) -> bool:
+    """Whether ``pip install wanted`` (a dry run) would install another Django."""
+    where = ["--no-index", "--find-links", str(WHEELHOUSE)] if offline else []
+    run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--dry-run",
+            "--report",
+            str(report),
+            *where,
+            *wanted,
+        ]
+    )
+    names = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
+    return "django" in names
+
+
+@pytest.mark.parametrize("requirements", ["django-4.2.txt", "django-5.1.txt"])
+def test_the_readme_install_command_keeps_the_sites_django(built: Built, tmp_path: Path, requirements: str):
+    django = pinned(requirements, "Django")
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", str(venv)])
+    python = venv / "bin" / "python"
+    site_django = f"Django=={django}"
+    offline = [str(python), "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE)]
+    if subprocess.run([*offline, site_django], capture_output=True).returncode != 0:
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), site_django])
+        run([*offline, site_django])
+    wheel = [str(built.wheel), "drf-spectacular-sidecar"]
+
+    # The trap this guards against: without naming the site's Django, pip takes the newest
+    # djangorestframework and django-redis (Django 5.2 and later only) and replaces Django. The
+    # wheelhouse must offer those newest versions, as the index does, for the test to mean it.
+    if not django_replaced(python, wheel, tmp_path / "bare.json", offline=True):
+        assert django_replaced(python, wheel, tmp_path / "bare.json", offline=False), "the index's newest"
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *wheel])
+        assert django_replaced(python, wheel, tmp_path / "bare.json", offline=True)
+    for ours in WHEELHOUSE.glob("django_craft_apps-*"):
+        ours.unlink()  # the wheel under test is always named by its path
+
+    # The README's command, run by a shell with the environment's python and pip first.
+    command = f"pip install --quiet {built.wheel} drf-spectacular-sidecar {KEEP_DJANGO}"
+    env = os.environ | {"PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+    where = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(WHEELHOUSE)}
+    if subprocess.run(["sh", "-c", command], env=env | where, capture_output=True).returncode != 0:
+        with_django = [*wheel, site_django]
+        run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *with_django])
+        run(["sh", "-c", command], env=env | where)
+    version = run([str(python), "-c", "import django; print(django.get_version())"]).stdout.strip()
+    assert version == django
+    run([str(python), "-m", "pip", "check"])
+    drf = run([str(python), "-c", "import rest_framework; print(rest_framework.VERSION)"]).stdout.strip()
+    assert drf == pinned(requirements, "djangorestframework"), "the newest that supports that Django"

@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     # the 0.1 import path of fleet.options, kept for sites
     "testing": 6,
     "ops": 5,  # what operators ask: craft_apps_status
+    "install_example": 6,  # runs the shipped install snippet; imports nothing of the package
 }
 
 

@@ -20,7 +20,13 @@ from enum import Enum
 from typing import Any, TypeVar
 
 from django.http import HttpRequest, HttpResponse
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers
 from rest_framework.views import APIView
 
@@ -174,8 +180,14 @@ def respond(
     return response
 
 
+# Without it the docs' generated example of this answer says `"success": true`.
+@extend_schema_field({"type": "boolean", "example": False})
+class _AlwaysFalse(serializers.BooleanField):
+    pass
+
+
 class CraftAppsDownloadErrorSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    success = serializers.BooleanField(help_text="Always false.")
+    success = _AlwaysFalse(help_text="Always false.")
     error = serializers.CharField(help_text="Why there is no file to download, in one line.")
 
 
@@ -204,6 +216,12 @@ _RESPONSES: dict[int, Any] = {
     404: OpenApiResponse(
         CraftAppsDownloadErrorSerializer,
         description="No such app, platform or file, or the app was not fetched yet (then `no-store`).",
+        examples=[
+            OpenApiExample(
+                "no such file",
+                {"success": False, "error": "PhotoCraft 0.5.0 has no linux/arm64 file"},
+            )
+        ],
     ),
 }
 _RESPONSE_HEADERS = [

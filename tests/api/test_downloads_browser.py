@@ -2,7 +2,8 @@
 against the demo site under gunicorn, after one poller round against the GitHub stand-in, whose
 own URL is the web URL, so every link stays on this machine.
 
-Checked: no console error, every request to 127.0.0.1, the "Your system" card for an emulated
+Checked: no console error, every request to 127.0.0.1 (on the downloads page and on both API
+docs pages, Swagger UI and ReDoc, once rendered), the "Your system" card for an emulated
 Windows/x64 and macOS/arm64 browser, the main button reaching the stand-in's file, no sideways
 scrolling at phone width. Screenshots at desktop and phone width go to docs/screenshots/.
 """
@@ -197,11 +198,12 @@ def requested_urls(driver: webdriver.Chrome) -> list[str]:
 
 
 def leaving_the_machine(urls: list[str]) -> list[str]:
-    """The URLs that went anywhere but 127.0.0.1 (data: URLs and the browser's own pages stay)."""
+    """The URLs that went anywhere but 127.0.0.1 (data: and blob: URLs, the page's own memory, and
+    the browser's own pages stay)."""
     return [
         u
         for u in urls
-        if urlsplit(u).scheme not in ("data", "chrome") and urlsplit(u).hostname != "127.0.0.1"
+        if urlsplit(u).scheme not in ("data", "blob", "chrome") and urlsplit(u).hostname != "127.0.0.1"
     ]
 
 
@@ -289,4 +291,34 @@ def test_at_phone_width_nothing_scrolls_sideways(demo_site, browser):
         button.is_displayed() and button.rect["x"] >= 0 and button.rect["x"] + button.rect["width"] <= inner
     )
     browser.save_screenshot(str(SCREENSHOTS / "downloads-phone.png"))
+    assert console_errors(browser) == []
+
+
+@pytest.mark.parametrize(
+    ("page", "rendered"),
+    [
+        # Swagger UI: the schema's title, and an operation of each tag.
+        ("/api/docs/", "return document.querySelectorAll('.opblock').length"),
+        # ReDoc: the operations in the sidebar, and its footer link (whose logo is the CDN's).
+        ("/api/redoc/", "return document.querySelectorAll('[data-item-id] label, li[data-item-id]').length"),
+    ],
+)
+def test_the_api_docs_render_and_load_nothing_from_outside(demo_site, browser, page, rendered):
+    browser.get(f"{demo_site.url}{page}")
+    WebDriverWait(browser, READY_TIMEOUT_S).until(lambda d: d.execute_script(rendered) >= 6)
+    WebDriverWait(browser, READY_TIMEOUT_S).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+    text = browser.find_element(By.TAG_NAME, "body").text
+    assert "Craft Apps release info" in text and "health" in text.lower()
+    if page == "/api/redoc/":
+        assert "API docs by Redocly" in text
+        images = browser.execute_script("return [...document.images].map(i => i.getAttribute('src'))")
+        assert not any(src and "redoc.ly" in src for src in images), images
+    urls = requested_urls(browser)
+    assert f"{demo_site.url}{page}" in urls and any("/api/schema/" in u for u in urls), urls
+    assert leaving_the_machine(urls) == []
+    # Images the page made without a network event (the resource timing list has every fetch).
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert leaving_the_machine(fetched) == []
     assert console_errors(browser) == []

@@ -50,6 +50,11 @@ def test_components_are_named_as_the_contract():
         "CraftAppArch",
         "CraftAppPackageType",
         "CraftAppsDownloadError",
+        "CraftAppsHealth",
+        "CraftAppsHealthProblem",
+        "CraftAppsHealthStatusEnum",
+        "CraftAppsWebhookAnswer",
+        "CraftAppsWebhookAnswerStatusEnum",
     }
     assert components["CraftAppPackageType"]["enum"] == [
         "msi", "portable_zip", "dmg", "cli_zip", "app_image", "app_image_zsync",
@@ -99,3 +104,43 @@ def test_the_docs_pages_are_served(client):
 
 def test_the_snapshot_is_valid_yaml():
     assert yaml.safe_load(SNAPSHOT.read_text())["info"]["title"] == "Craft Apps release info"
+
+
+def test_the_docs_settings_describe_the_api_and_list_no_schema_endpoint_nor_authorization():
+    schema = generate()
+    assert schema["info"]["version"] == "1.0.0" and "ArtCraft Launcher" in schema["info"]["description"]
+    assert not any(path.startswith("/api/") for path in schema["paths"]), "the schema endpoint itself"
+    # No security scheme: Swagger UI shows an Authorize button only when there is one.
+    assert "securitySchemes" not in schema.get("components", {}) and "security" not in schema
+
+
+def test_the_404_example_of_a_download_says_success_false(client):
+    paths = generate()["paths"]
+    for path in (
+        "/v1/craft_apps/download/{app_key}/{os}/{arch}",
+        "/v1/craft_apps/download/{app_key}/{os}/{arch}/{package_type}",
+    ):
+        content = paths[path]["get"]["responses"]["404"]["content"]["application/json"]
+        assert [example["value"]["success"] for example in content["examples"].values()] == [False]
+    error = generate()["components"]["schemas"]["CraftAppsDownloadError"]["properties"]["success"]
+    assert error["example"] is False  # the generated example, where a page builds its own
+    answer = client.get("/v1/craft_apps/download/nosuchapp/windows/x64").json()
+    assert answer["success"] is False and set(answer) == {"success", "error"}
+
+
+def test_health_metrics_and_the_webhook_are_in_the_schema_as_they_answer(client):
+    paths = generate()["paths"]
+    health = paths["/v1/craft_apps/health"]["get"]
+    assert set(health["responses"]) == {"200", "400", "503"}
+    assert [p["name"] for p in health["parameters"]] == ["rules"]
+    documented = generate()["components"]["schemas"]["CraftAppsHealth"]["properties"]
+    answer = client.get("/v1/craft_apps/health")
+    assert answer.status_code in (200, 503) and set(answer.json()) == set(documented)
+    assert set(paths["/v1/craft_apps/metrics"]["get"]["responses"]) == {"200", "401", "404"}
+    webhook = paths["/v1/craft_apps/github_webhook"]
+    assert set(webhook) == {"post"}
+    assert {"200", "202", "401", "404"} <= set(webhook["post"]["responses"])
+    assert "X-Hub-Signature-256" in [p["name"] for p in webhook["post"]["parameters"]]
+    # The DRF face is the schema's only: the plain views still answer (405, 404 unconfigured).
+    assert client.post("/v1/craft_apps/health").status_code == 405
+    assert client.get("/v1/craft_apps/github_webhook").status_code == 404

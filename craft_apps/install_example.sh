@@ -1,7 +1,8 @@
 #!/bin/sh
 # Adds craft_apps, its endpoint and its offline API docs to a site made by
-# `django-admin startproject mysite` (run it beside manage.py; another project name as $1),
-# after `pip install django-craft-apps drf-spectacular-sidecar`.
+# `django-admin startproject mysite`: run `python -m craft_apps.install_example` beside manage.py
+# (another project name as $1) after installing craft_apps and drf-spectacular-sidecar.
+# The wheel ships this file (craft_apps/install_example.sh).
 set -eu
 project="${1:-mysite}"
 
@@ -9,16 +10,13 @@ cat >> "$project/settings.py" <<'EOF'
 
 # craft_apps, its API (Django REST framework, drf-spectacular) and the API's docs, whose
 # Swagger UI and ReDoc files the site serves itself (drf-spectacular-sidecar).
+# The docs' settings are the demo's: title, description, version, no schema endpoint listed,
+# Swagger UI and ReDoc from the sidecar, no online validator badge.
+from craft_apps.api.docs_settings import spectacular_settings  # noqa: E402
+
 INSTALLED_APPS += ["rest_framework", "drf_spectacular", "drf_spectacular_sidecar", "craft_apps"]
 REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Craft Apps release info",
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    # No online validator badge: it is an image from validator.swagger.io.
-    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
-}
+SPECTACULAR_SETTINGS = spectacular_settings()
 EOF
 
 cat >> "$project/urls.py" <<'EOF'
