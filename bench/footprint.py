@@ -60,7 +60,7 @@ class FootprintOptions:
     rounds: int = 1000
     idle_ticks: int = 200
     interval_s: int = DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
-    health_check_ticks: int = 40  # idle ticks with the README's pool options, in real time
+    health_check_ticks: int = 40  # idle ticks with the fleet page's pool options, in real time
     health_check_scale: float = 0.01  # ... sped up this much: 30 s becomes 0.3 s
 
 
@@ -315,7 +315,7 @@ def measure_looks(
 
 
 def health_check_effect(options: FootprintOptions, workdir: Path, redis_port: int) -> float:
-    """Round trips per idle tick with the pool options the README recommends (the
+    """Round trips per idle tick with the pool options the fleet page recommends (the
     ``health_check_interval`` of ``craft_apps.fleet.options``), ticking 30 s +/- 10% apart in
     real time, sped up by
     ``health_check_scale``: redis-py sends a PING first whenever the connection sat unused
@@ -370,7 +370,7 @@ def markdown(report: FootprintReport) -> str:
         ("a one-second look between ticks, alone (the state file's due marks): CPU (median)",
          f"{report.look_alone_cpu_ms_median:.3f} ms", ""),
         (f"Redis round trips per idle tick with `health_check_interval: {HEALTH_CHECK_INTERVAL_SECS}` "
-         f"(README), ticks in real time x{o.health_check_scale:g}",
+         f"(the fleet page), ticks in real time x{o.health_check_scale:g}",
          f"{report.health_check_round_trips:g}" if o.health_check_ticks else "not measured", "1"),
         ("warnings logged", ", ".join(f"{k} {v}" for k, v in report.warnings.items()) or "none", ""),
     ]  # fmt: skip
