@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import requests
 from django.test import override_settings
 
 from config.startup import connection_settings, log_connection_settings, without_credentials
+from tests.support import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,12 +126,6 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     for template in ("page.html", "card.html", "styles.css", "copy.js"):
         assert f"craft_apps/templates/craft_apps/downloads/{template}" in names
     assert not any(name.startswith(("config/", "tests/")) for name in names)
-
-
-def free_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @pytest.mark.slow

@@ -32,8 +32,7 @@ import pytest
 
 import craft_apps
 from tests.docs_pages import check_offline
-from tests.fleet.server import free_port
-from tests.support import ONE_AT_A_TIME
+from tests.support import ONE_AT_A_TIME, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "docs" / "install-example.sh"
