@@ -80,6 +80,7 @@ def test_the_start_up_line_names_the_database_and_redis_without_credentials(capl
     assert "redis://:***@redis:6379/0?client_name=craft_apps_poller" in logged
 
 
+@pytest.mark.slow
 def test_the_demo_site_gives_the_poller_its_own_redis_url():
     script = "from django.conf import settings; print(settings.CACHES['craft_apps']['LOCATION'])"
     env = {
@@ -98,6 +99,7 @@ def test_the_demo_site_gives_the_poller_its_own_redis_url():
     assert out.stdout.strip() == "redis://127.0.0.1:6399/0?client_name=craft_apps_poller"
 
 
+@pytest.mark.slow
 def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     subprocess.run(
         [
@@ -172,6 +174,7 @@ def test_under_gunicorn_no_password_is_logged_and_a_bad_host_is_one_warning_line
     assert " WARNING django.security.DisallowedHost: Invalid HTTP_HOST header: " in bad_hosts[1]
 
 
+@pytest.mark.slow
 def test_the_demo_site_migrates_a_fresh_database_for_the_notices_and_their_admin(tmp_path: Path):
     env = {
         "DJANGO_SETTINGS_MODULE": "config.settings",

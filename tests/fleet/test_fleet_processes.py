@@ -315,6 +315,7 @@ def test_redis_killed_mid_round_the_round_finishes_alone_and_coordination_resume
         server.stop()
 
 
+@pytest.mark.slow
 def test_with_coordination_off_redis_is_never_touched(
     tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, settings
 ):
