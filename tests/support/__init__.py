@@ -6,7 +6,8 @@ This module holds the builders (releases, a published state file, webhook delive
 - ``apps``: the apps the tests configure (``PHOTOCRAFT``, ``TWO_APPS``), ``apps_setting`` and the
   endpoint's path (``RELEASE_INFO_URL``);
 - ``ports``: ``free_port`` for a server a test starts;
-- ``time``: ``S``, one second in milliseconds.
+- ``time``: ``S``, one second in milliseconds;
+- ``source``: ``copy_of_the_source``, a clean tree to build the package from.
 
 A helper only one directory's tests use lives beside them, in that directory's ``support.py``
 (fixtures stay in its ``conftest.py``, which tests never import).
