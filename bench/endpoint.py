@@ -51,7 +51,7 @@ from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.instants import format_ms
 from craft_apps.testing.demo_releases import demo_releases
-from tests.fleet.server import free_port
+from tests.support import free_port
 
 logger = logging.getLogger(__name__)
 

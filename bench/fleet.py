@@ -65,10 +65,10 @@ from craft_apps.polling.wakeup import WakeUps
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest
+from tests.support import S
 
 logger = logging.getLogger(__name__)
 
-S = 1000
 MAX_BACKOFF_MS = 14_400 * S
 RATE_LIMIT_STATUSES = (403, 429)
 _VERSION = re.compile(r"v?(\d+)\.(\d+)\.(\d+)")

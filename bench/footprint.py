@@ -51,8 +51,7 @@ from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
-
-S = 1000
+from tests.support import S
 
 
 @dataclass(frozen=True)

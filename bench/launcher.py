@@ -48,6 +48,7 @@ from craft_apps.github.parsing import parse_release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release, demo_releases
+from tests.support import S
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,6 @@ PATH = "/v1/craft_apps/release_info"
 HOST = "api.example.com"
 USER_AGENT = "ArtCraftLauncher/1.4.2"
 START_MS = 1_793_318_400_000  # 2026-11-01T00:00:00Z
-S = 1000
 UNCHANGED_TARGET_BYTES = 300
 RELEASE_TARGET_SHARE = 0.15
 # What gunicorn puts before the application's headers (its Date is always 29 characters).

@@ -128,6 +128,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
 
 @ONE_AT_A_TIME
+@pytest.mark.slow
 def test_the_fleet_simulation_is_a_function_of_its_seed():
     options = FleetOptions(hosts=2, hours=1, releases=2, kill_hours=0, flood=0, big_hosts=0)
     first, second = (asdict(run_fleet_benchmark(options)) for _ in range(2))

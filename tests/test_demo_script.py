@@ -27,9 +27,8 @@ from craft_apps.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.docs_pages import check_offline
-from tests.fleet.server import free_port
 from tests.polling.test_command import APPS
-from tests.support import ONE_AT_A_TIME
+from tests.support import ONE_AT_A_TIME, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_demo-token-never-shown"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ import requests
 from django.test import override_settings
 
 from config.startup import connection_settings, log_connection_settings, without_credentials
+from tests.support import free_port
+from tests.support.source import copy_of_the_source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +81,7 @@ def test_the_start_up_line_names_the_database_and_redis_without_credentials(capl
     assert "redis://:***@redis:6379/0?client_name=craft_apps_poller" in logged
 
 
+@pytest.mark.slow
 def test_the_demo_site_gives_the_poller_its_own_redis_url():
     script = "from django.conf import settings; print(settings.CACHES['craft_apps']['LOCATION'])"
     env = {
@@ -98,6 +100,7 @@ def test_the_demo_site_gives_the_poller_its_own_redis_url():
     assert out.stdout.strip() == "redis://127.0.0.1:6399/0?client_name=craft_apps_poller"
 
 
+@pytest.mark.slow
 def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     subprocess.run(
         [
@@ -110,7 +113,7 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
             "--no-build-isolation",
             "-w",
             str(tmp_path),
-            str(ROOT),
+            str(copy_of_the_source(tmp_path / "source")),  # not the clone's build/lib
         ],
         check=True,
         capture_output=True,
@@ -120,18 +123,12 @@ def test_the_app_installs_as_a_distribution_with_its_lua_script(tmp_path: Path):
     assert "craft_apps/fleet/guarded_write.lua" in names
     assert "craft_apps/py.typed" in names
     assert "craft_apps/management/commands/poll_craft_releases.py" in names
-    assert "craft_apps/testing/fake_github.py" in names
+    assert not any(name.startswith("craft_apps/testing/") for name in names)  # the source tree's
     assert "craft_apps/migrations/0001_notices.py" in names
     assert "craft_apps/templates/admin/craft_apps/change_list.html" in names
     for template in ("page.html", "card.html", "styles.css", "copy.js"):
         assert f"craft_apps/templates/craft_apps/downloads/{template}" in names
     assert not any(name.startswith(("config/", "tests/")) for name in names)
-
-
-def free_port() -> int:
-    with socket.create_server(("127.0.0.1", 0)) as probe:
-        port: int = probe.getsockname()[1]
-    return port
 
 
 @pytest.mark.slow
@@ -180,6 +177,7 @@ def test_under_gunicorn_no_password_is_logged_and_a_bad_host_is_one_warning_line
     assert " WARNING django.security.DisallowedHost: Invalid HTTP_HOST header: " in bad_hosts[1]
 
 
+@pytest.mark.slow
 def test_the_demo_site_migrates_a_fresh_database_for_the_notices_and_their_admin(tmp_path: Path):
     env = {
         "DJANGO_SETTINGS_MODULE": "config.settings",

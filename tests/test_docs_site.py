@@ -71,6 +71,7 @@ def text_of(page: Path) -> str:
 
 
 @ONE_AT_A_TIME
+@pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors_and_has_every_page(site: Path):
     built = sorted(path.stem for path in site.glob("*.html") if path.stem not in {"genindex", "search"})
     assert built == sorted(PAGES)
@@ -80,6 +81,7 @@ def test_the_site_builds_with_warnings_as_errors_and_has_every_page(site: Path):
 
 
 @ONE_AT_A_TIME
+@pytest.mark.slow
 def test_the_settings_page_lists_every_setting_in_the_order_of_conf_settings(site: Path):
     page = (site / "settings.html").read_text(encoding="utf-8")
     table = page.split('class="craft-apps-settings', 1)[1].split("</table>", 1)[0]
@@ -89,6 +91,7 @@ def test_the_settings_page_lists_every_setting_in_the_order_of_conf_settings(sit
 
 
 @ONE_AT_A_TIME
+@pytest.mark.slow
 def test_the_pages_that_include_files_show_them(site: Path):
     assert "GetCraftAppsReleaseInfoResponse" in text_of(site / "endpoint.html")  # the OpenAPI schema
     changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")

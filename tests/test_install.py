@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -33,17 +32,14 @@ import pytest
 import craft_apps
 from craft_apps.api.docs_settings import CONTRACT_VERSION, spectacular_settings
 from tests.docs_pages import check_offline
-from tests.fleet.server import free_port
-from tests.support import ONE_AT_A_TIME
+from tests.support import ONE_AT_A_TIME, free_port
+from tests.support.source import copy_of_the_source
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "craft_apps" / "install_example.sh"
 # What the README's install command adds in a site that has Django: pip keeps that version.
 KEEP_DJANGO = "\"django==$(python -c 'import django; print(django.__version__)')\""
 WHEELHOUSE = Path(os.environ.get("CRAFT_APPS_WHEELHOUSE") or ROOT / ".nox" / "wheelhouse")
-NOT_COPIED = shutil.ignore_patterns(
-    ".git", ".venv*", ".nox", "var", "build", "dist", "*.egg-info", "__pycache__", ".*_cache"
-)
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
@@ -58,7 +54,7 @@ class Built:
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     """``python -m build``: the sdist, then the wheel built from the unpacked sdist."""
     source = tmp_path_factory.mktemp("source") / "django-craft-apps"
-    shutil.copytree(ROOT, source, ignore=NOT_COPIED)
+    copy_of_the_source(source)
     dist = tmp_path_factory.mktemp("dist")
     run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(source)])
     [sdist] = dist.glob("django_craft_apps-*.tar.gz")
@@ -90,10 +86,11 @@ def test_the_sdist_ships_no_tests_and_the_wheel_has_the_metadata(built: Built):
         "craft_apps/install_example.sh",
         "craft_apps/install_example.py",
         "craft_apps/management/commands/poll_craft_releases.py",
-        "craft_apps/testing/fake_github.py",
         f"django_craft_apps-{version}.dist-info/licenses/LICENSE",
     } <= files
     assert not any(name.startswith(("config/", "tests/", "bench/")) for name in files)
+    # The stand-in, the demo releases and the fake clock serve the tests from the source tree.
+    assert not any(name.startswith("craft_apps/testing/") for name in files), sorted(files)
     meta = wheel.read(f"django_craft_apps-{version}.dist-info/METADATA").decode()
     lines = set(meta.splitlines())
     assert {

@@ -37,9 +37,7 @@ LAYERS: dict[str, int] = {
     "urls": 5,
     "apps": 6,
     "management": 6,
-    "redis_options": 6,
     "text": 0,
-    # the 0.1 import path of fleet.options, kept for sites
     "testing": 6,
     "ops": 5,  # what operators ask: craft_apps_status
     "install_example": 6,  # runs the shipped install snippet; imports nothing of the package
@@ -101,6 +99,18 @@ def test_the_http_side_and_polling_never_import_each_other() -> None:
         if {part_of(src), part_of(dst)} == {"api", "polling"}
     )
     assert not crossing
+
+
+def test_nothing_the_wheel_ships_imports_the_testing_helpers() -> None:
+    """``craft_apps.testing`` is left out of the wheel (pyproject.toml): a site never needs it."""
+    importers = sorted(
+        src
+        for src, targets in graph().items()
+        if src != "craft_apps" and part_of(src) != "testing"
+        for dst in targets
+        if part_of(dst) == "testing"
+    )
+    assert not importers
 
 
 def test_no_import_cycles() -> None:

@@ -1,1 +1,6 @@
-"""Test helpers that ship with the app: a fake clock and a local GitHub stand-in."""
+"""What the tests, the demo and the benchmarks run on, from the source tree (not in the wheel).
+
+- ``clock``: a fake clock (sleeping moves it at once, randomness scripted);
+- ``demo_releases``: realistic, deterministic GitHub releases of the 13 Craft Apps;
+- ``fake_github``: the local GitHub stand-in (``python -m craft_apps.testing.fake_github``).
+"""

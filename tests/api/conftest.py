@@ -9,16 +9,12 @@ import pytest
 
 from craft_apps.api import views
 from craft_apps.api.representation import Refiner
-
-URL = "/v1/craft_apps/release_info"
-TWO_APPS = (
-    "photocraft=PhotoCraft=storytold/photocraft,artcraft-launcher=ArtCraft Launcher=storytold/craft-launcher"
-)
+from tests.support import apps_setting
 
 
 @pytest.fixture
 def site(state_dir: Path, settings, monkeypatch):
-    settings.CRAFT_APPS = {"APPS": TWO_APPS, "STATE_DIR": str(state_dir)}
+    settings.CRAFT_APPS = {"APPS": apps_setting(), "STATE_DIR": str(state_dir)}
     monkeypatch.setattr(views.answers, "recheck_s", 0.0)  # look at the state file on every request
     # The best brotli form is made before the request returns: the same bytes for every request.
     monkeypatch.setattr(views.answers, "_refiner", Refiner(start=lambda job: job(), after_s=0.0))

@@ -11,11 +11,8 @@ import pytest
 from craft_apps.api import pages, views
 from craft_apps.domain import Release, ReleaseAsset
 from craft_apps.github.parsing import parse_platform
-from tests.support import SHA, release
+from tests.support import SHA, apps_setting, release
 
-TWO_APPS = (
-    "photocraft=PhotoCraft=storytold/photocraft,artcraft-launcher=ArtCraft Launcher=storytold/craft-launcher"
-)
 FETCHED_MS = 1_791_000_000_000
 
 
@@ -70,7 +67,7 @@ EVERY_FILE = (
 @pytest.fixture
 def download_site(state_dir: Path, settings, monkeypatch) -> Iterator[Path]:
     """Two configured apps on a fresh state file; every request looks at the state file."""
-    settings.CRAFT_APPS = {"APPS": TWO_APPS, "STATE_DIR": str(state_dir)}
+    settings.CRAFT_APPS = {"APPS": apps_setting(), "STATE_DIR": str(state_dir)}
     monkeypatch.setattr(views.answers, "recheck_s", 0.0)
     views.answers.clear()
     pages.pages.clear()

@@ -31,8 +31,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.fleet.server import free_port
-from tests.support import ONE_AT_A_TIME
+from tests.support import ONE_AT_A_TIME, free_port
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 

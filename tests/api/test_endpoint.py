@@ -22,7 +22,7 @@ from craft_apps.domain import (
     ReleaseAsset,
 )
 from craft_apps.instants import datetime_to_ms
-from tests.api.conftest import URL
+from tests.support import RELEASE_INFO_URL as URL
 from tests.support import SHA, publish
 
 EARLY_MS = datetime_to_ms(datetime(2026, 10, 10, 12, 0, 0, 125000, tzinfo=UTC))

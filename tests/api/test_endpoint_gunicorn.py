@@ -17,7 +17,7 @@ from django.test import Client, override_settings
 from bench.endpoint import ENDPOINT_PATH, fill_state, gunicorn_command, running, site_env
 from bench.launcher import SERVER_HEADERS, request_bytes, response_bytes
 from craft_apps.api import caching, views
-from tests.fleet.server import free_port
+from tests.support import free_port
 
 URL = "/" + ENDPOINT_PATH
 SERVER_HEADER_NAMES = {name.lower() for name, _ in SERVER_HEADERS}

@@ -19,7 +19,6 @@ from craft_apps.testing.clock import START_MS, FakeClock
 from tests.support import release
 
 URL = "/v1/craft_apps/health"
-S = 1000
 INTERVAL_S = 1800
 
 

@@ -21,8 +21,8 @@ from django.test import Client, override_settings
 from craft_apps.api import representation, views
 from craft_apps.api.representation import BROTLI_BEST_QUALITY, BROTLI_FAST_QUALITY, EncodedAnswer, Refiner
 from craft_apps.domain import AppState
-from tests.api.conftest import TWO_APPS, URL
-from tests.support import publish, release
+from tests.support import RELEASE_INFO_URL as URL
+from tests.support import apps_setting, publish, release
 
 T0 = 1_790_000_000_000
 BOTH = ("photocraft", "artcraft-launcher")
@@ -93,7 +93,7 @@ class TestTheValidator:
         etags = []
         for host, fetched_ms in (("host-a", T0), ("host-b", T0 + 93_000)):
             warm(tmp_path / host, fetched_ms=fetched_ms)
-            with override_settings(CRAFT_APPS={"APPS": TWO_APPS, "STATE_DIR": str(tmp_path / host)}):
+            with override_settings(CRAFT_APPS={"APPS": apps_setting(), "STATE_DIR": str(tmp_path / host)}):
                 views.answers.clear()
                 etags.append(client.get(URL)["ETag"])
         views.answers.clear()

@@ -20,11 +20,10 @@ from craft_apps.host.store import StateStore
 from craft_apps.instants import datetime_to_ms
 from craft_apps.testing.clock import FakeClock
 from tests.fleet.helpers import BASE_MS as START_MS  # after the test release's publication
-from tests.support import release
+from tests.support import S, release
 
 URL = "/v1/craft_apps/metrics"
 TOKEN = "s3cret-metrics-token-0123456789"
-S = 1000
 
 
 @pytest.fixture

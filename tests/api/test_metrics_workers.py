@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.fleet.server import free_port
-from tests.support import apps_setting, stand_in
+from tests.support import apps_setting, free_port, stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "a-long-random-scrape-token-for-tests"

@@ -348,6 +348,7 @@ def test_a_secret_setting_of_the_wrong_type_is_named_without_its_value(host_dir:
 # -- bounds -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_flood_of_deliveries_leaves_at_most_the_bound_in_redis_and_on_the_host(
     site, host_dir: Path, redis_client
 ):

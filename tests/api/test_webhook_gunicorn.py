@@ -14,8 +14,7 @@ import pytest
 from bench.endpoint import ENDPOINT_PATH, fill_state, gunicorn_command, running, site_env
 from craft_apps.api.webhook import MAX_BODY_BYTES
 from craft_apps.host.due import HostDueMarks
-from tests.fleet.server import free_port
-from tests.support import release_event, webhook_headers
+from tests.support import free_port, release_event, webhook_headers
 
 SECRET = "chunked-webhook-secret-0123456789"
 URL = "/v1/craft_apps/github_webhook"

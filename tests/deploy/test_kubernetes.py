@@ -15,7 +15,6 @@ import pytest
 
 from config.environment import PLACEHOLDER_SECRET_KEY
 from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec
 from craft_apps.host.health import RULES
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
@@ -31,6 +30,7 @@ from tests.deploy.support import (
     resource,
     strong_secret_key,
 )
+from tests.support import PHOTOCRAFT
 
 PROBE_HOST = "localhost"
 
@@ -130,7 +130,7 @@ def test_the_pollers_liveness_command_fails_without_a_poller_and_passes_after_on
     probe = [sys.executable, *poller["livenessProbe"]["exec"]["command"][1:]]
     before = subprocess.run(probe, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert before.returncode == 1 and before.stdout.startswith("poller: no state file at ")
-    app = AppSpec("photocraft", "PhotoCraft", "storytold/photocraft")
+    app = PHOTOCRAFT
     with FakeGitHub() as github:
         github.publish(app.repo, demo_release(app, "1.0.0", datetime(2026, 10, 8, tzinfo=UTC)))
         env.update(

@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.deploy.support import (
@@ -37,12 +36,12 @@ from tests.deploy.support import (
     resource,
     strong_secret_key,
 )
-from tests.fleet.server import RedisServer, free_port
-from tests.support import ONE_AT_A_TIME
+from tests.fleet.server import RedisServer
+from tests.support import ONE_AT_A_TIME, PHOTOCRAFT, free_port
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
-APP = AppSpec("photocraft", "PhotoCraft", "storytold/photocraft")
+APP = PHOTOCRAFT
 GUNICORN_BIND = "127.0.0.1:8000"
 NGINX_PORT = 8080
 STARTS_WITHIN_S = 60  # four workers and a poller importing Django on a loaded two-core machine

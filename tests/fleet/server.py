@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -30,18 +29,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from tests.support.ports import free_port
+
 INSTALL_HINT = "redis-server is not installed: run `apt-get install redis-server`."
 START_TIMEOUT_SECS = 10.0
 
 
 class RedisServerMissing(RuntimeError):
     pass
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisServer:
@@ -169,4 +164,4 @@ def ensure_installed() -> None:
         raise RedisServerMissing(INSTALL_HINT)
 
 
-__all__ = ["INSTALL_HINT", "RedisServer", "RedisServerMissing", "ensure_installed", "free_port"]
+__all__ = ["INSTALL_HINT", "RedisServer", "RedisServerMissing", "ensure_installed"]

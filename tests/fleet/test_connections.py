@@ -17,8 +17,9 @@ from craft_apps.domain import Backoff
 from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.fleet.store import RedisTrouble, SharedStore
 from tests.fleet.helpers import release, t
-from tests.fleet.server import RedisServer, free_port
+from tests.fleet.server import RedisServer
 from tests.fleet.silent_redis import SilentRedis
+from tests.support import free_port
 
 REPO = "storytold/photocraft"  # the repository every shared fetch here is of
 

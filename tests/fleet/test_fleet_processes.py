@@ -31,15 +31,11 @@ from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.fleet.server import RedisServer, free_port
+from tests.fleet.server import RedisServer
 from tests.fleet.silent_redis import SilentRedis
-from tests.support import ONE_AT_A_TIME
+from tests.support import ONE_AT_A_TIME, TWO_APPS, S, free_port
 
-S = 1000
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
+APPS = TWO_APPS
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -319,6 +315,7 @@ def test_redis_killed_mid_round_the_round_finishes_alone_and_coordination_resume
         server.stop()
 
 
+@pytest.mark.slow
 def test_with_coordination_off_redis_is_never_touched(
     tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, settings
 ):

@@ -27,7 +27,8 @@ from craft_apps.fleet.store import (
     decide_write,
 )
 from tests.fleet.helpers import release, t
-from tests.fleet.server import RedisServer, free_port
+from tests.fleet.server import RedisServer
+from tests.support import free_port
 
 REPO = "storytold/photocraft"  # the repository every shared fetch here is of
 

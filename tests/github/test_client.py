@@ -19,7 +19,7 @@ from craft_apps.github.client import Failed, Fetched, FetchOutcome, GitHubClient
 from craft_apps.github.parsing import parse_release
 from craft_apps.testing.clock import START_MS, FakeClock
 
-from .conftest import API_URL, LATEST_URL, REPO, WEB_URL, github_asset, github_release
+from .support import API_URL, LATEST_URL, REPO, WEB_URL, github_asset, github_release
 
 TOKEN = "ghp_S3cretT0kenValue0123456789abcdefXYZ"
 DAY_MS = 86_400_000

@@ -16,7 +16,7 @@ import requests
 from craft_apps.github.client import Failed, Fetched, GitHubClient, NotModified
 from craft_apps.testing.clock import FakeClock
 
-from .conftest import REPO, TLS_CERT, WEB_URL, ScriptedServer, drip, github_release
+from .support import REPO, TLS_CERT, WEB_URL, ScriptedServer, drip, github_release
 
 Start = Callable[..., ScriptedServer]
 TOTAL = 0.5  # seconds: the whole exchange's budget in these tests

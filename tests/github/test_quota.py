@@ -11,7 +11,7 @@ import responses
 from craft_apps.domain import GitHubQuota
 from craft_apps.github.client import GitHubClient, NotModified, RateLimited
 from craft_apps.testing.clock import START_MS, FakeClock
-from tests.github.conftest import API_URL, LATEST_URL, REPO, WEB_URL, github_release
+from tests.github.support import API_URL, LATEST_URL, REPO, WEB_URL, github_release
 
 
 def quota_headers(remaining: str, limit: str = "5000", reset: str = "1790003600") -> dict[str, str]:

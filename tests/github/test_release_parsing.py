@@ -21,7 +21,7 @@ from craft_apps.github.parsing import (
     read_release,
 )
 
-from .conftest import HASH, REPO, WEB_URL, github_asset, github_release
+from .support import HASH, REPO, WEB_URL, github_asset, github_release
 
 DOWNLOADS = f"{WEB_URL}/{REPO}/releases/download/v0.5.0/"
 

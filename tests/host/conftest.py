@@ -7,19 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import AppState, Release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import Fence, StateStore
-from craft_apps.testing.clock import START_MS, FakeClock
-from tests.support import release
-
-
-def make_release(tag: str = "v1.2.0", notes: str = "Faster exports.") -> Release:
-    return release(tag.removeprefix("v"), notes=notes)
-
-
-def fetched(at_ms: int = START_MS, tag: str = "v1.2.0", etag: str | None = '"etag-1"') -> AppState:
-    return AppState(latest_release=make_release(tag), fetched_ms=at_ms, etag=etag)
+from craft_apps.testing.clock import FakeClock
 
 
 @pytest.fixture

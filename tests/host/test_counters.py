@@ -10,7 +10,7 @@ import pytest
 from craft_apps.domain import GitHubQuota
 from craft_apps.host.counters import TABLE, CountersUpdate, PollerCounters, read_counters, record
 from craft_apps.host.store import Fence, StateStore, StateUnavailable
-from tests.host.conftest import fetched
+from tests.host.support import fetched
 
 QUOTA = GitHubQuota(remaining=47, limit=60, reset_ms=1_790_003_600_000, seen_ms=1_790_000_000_000)
 

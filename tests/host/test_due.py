@@ -11,7 +11,7 @@ import pytest
 from craft_apps.host.due import DELIVERY_KEPT_MS, DueMark, HostDueMarks
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.testing.clock import START_MS
-from tests.host.conftest import fetched
+from tests.host.support import fetched
 from tests.support import publish
 
 

@@ -19,9 +19,9 @@ from craft_apps.host.lease import Lease
 from craft_apps.host.observe import observe
 from craft_apps.host.store import Fence, StateStore
 from craft_apps.testing.clock import START_MS, FakeClock
-from tests.host.conftest import fetched
+from tests.host.support import fetched
+from tests.support import S
 
-S = 1000
 POLICY = HealthPolicy(
     apps=("photocraft", "vectorcraft"), interval_ms=1800 * S, takeover_ms=32 * S, polling_enabled=True
 )

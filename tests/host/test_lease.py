@@ -22,7 +22,7 @@ from craft_apps.host.store import (
 )
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.host import _race
-from tests.host.conftest import fetched
+from tests.host.support import fetched
 
 TTL, RETRY = 30_000, 2_000
 

@@ -31,7 +31,7 @@ from craft_apps.host.store import (
     StateUnavailable,
 )
 from craft_apps.testing.clock import START_MS, FakeClock
-from tests.host.conftest import fetched, make_release
+from tests.host.support import fetched, make_release
 
 
 def sha256(path: Path) -> str:

@@ -13,7 +13,7 @@ from django.db import connection
 from craft_apps.instants import ms_to_datetime
 from craft_apps.notices.models import Alert, Announcement, AppRename, RepoRename
 from craft_apps.testing.clock import START_MS
-from tests.fleet.server import free_port
+from tests.support import free_port
 
 NOW = ms_to_datetime(START_MS)  # the fake clock's start
 RENAMED_AT = datetime.fromisoformat("2026-09-01T08:00:00.250+00:00")

@@ -22,9 +22,9 @@ from tests.notices.support import (
     database_unreachable,
     repo_rename,
 )
+from tests.support import RELEASE_INFO_URL as URL
 from tests.support import publish
 
-URL = "/v1/craft_apps/release_info"
 FETCHED_MS = 1_790_000_000_000
 
 pytestmark = pytest.mark.django_db

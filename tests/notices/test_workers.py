@@ -24,10 +24,9 @@ from django.utils import timezone
 
 from craft_apps.domain import AppState
 from craft_apps.notices.models import Alert
-from tests.fleet.server import free_port
 from tests.notices.support import alert
 from tests.notices.tcp_proxy import TcpProxy
-from tests.support import ONE_AT_A_TIME, publish
+from tests.support import ONE_AT_A_TIME, free_port, publish
 
 ROOT = Path(__file__).resolve().parents[2]
 FETCHED_MS = 1_790_000_000_000

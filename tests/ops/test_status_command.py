@@ -27,8 +27,8 @@ from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.store import StateStore
 from craft_apps.instants import datetime_to_ms, parse_rfc3339
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.fleet.server import RedisServer, free_port
-from tests.support import apps_setting, publish, release, stand_in
+from tests.fleet.server import RedisServer
+from tests.support import apps_setting, free_port, publish, release, stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS_SETTING = apps_setting()

@@ -14,7 +14,6 @@ import hashlib
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -29,17 +28,13 @@ import pytest
 
 from craft_apps.api.caching import CACHEABLE
 from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec
 from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, SlowFault, StatusFault
-from tests.support import ONE_AT_A_TIME, publish
+from tests.support import ONE_AT_A_TIME, TWO_APPS, free_port, publish
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
+APPS = TWO_APPS
 TTL_S, RETRY_S = 3.0, 0.5
 
 pytestmark = pytest.mark.slow
@@ -518,12 +513,6 @@ def test_a_state_file_that_is_a_symbolic_link_is_refused_and_its_target_left_alo
 
 
 # ---- a state file deleted under gunicorn and the poller (issue 9, item 1) ------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Site:

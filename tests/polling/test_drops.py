@@ -22,13 +22,13 @@ from craft_apps.host.store import StateStore
 from craft_apps.ops.status import FleetView, render_text, status_document
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
+from tests.support import PHOTOCRAFT, S
 
 from .test_poller import release_json
 
 API = "https://api.github.com"
-S = 1000
 INTERVAL_S = 1800
-PHOTO = AppSpec("photocraft", "PhotoCraft", "storytold/photocraft")
+PHOTO = PHOTOCRAFT
 
 
 class Host:

@@ -22,13 +22,10 @@ from craft_apps.host.store import StateStore
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
+from tests.support import TWO_APPS, S
 
 API = "https://api.github.com"
-S = 1000
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
+APPS = TWO_APPS
 PUBLISHED = datetime(2026, 10, 8, 14, 52, 50, tzinfo=UTC)
 
 

@@ -18,9 +18,9 @@ from craft_apps.polling.schedule import (
     startup_delay_ms,
     tick_delay_ms,
 )
+from tests.support import S
 
 NOW = 1_790_000_000_000
-S = 1000
 INTERVAL = 1800 * S
 MAX_BACKOFF = 14_400 * S
 NO_BACKOFF = Backoff()

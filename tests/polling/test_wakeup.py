@@ -31,13 +31,12 @@ from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
+from tests.support import PHOTOCRAFT, S
 
-S = 1000
 APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
+    PHOTOCRAFT,
     AppSpec("vectorcraft", "VectorCraft", "storytold/vectorcraft"),
 )
-PHOTOCRAFT = APPS[0]
 PUBLISHED = datetime(2026, 10, 8, tzinfo=UTC)
 
 

@@ -15,7 +15,7 @@ import pytest
 from django.test import Client, override_settings
 
 from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec, AppState
+from craft_apps.domain import AppState
 from craft_apps.fleet.options import poller_cache
 from craft_apps.github.parsing import parse_release
 from craft_apps.host.store import StateStore
@@ -23,13 +23,10 @@ from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
 from tests.polling.test_command import Poller, poller_environment, wait_until
-from tests.support import ONE_AT_A_TIME, publish, release_event, webhook_headers
+from tests.support import ONE_AT_A_TIME, TWO_APPS, publish, release_event, webhook_headers
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
+APPS = TWO_APPS
 SECRET = "process-test-secret-0123456789"
 PUBLISHED = datetime(2026, 10, 8, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from craft_apps.testing.fake_github import (
     RateLimited429Fault,
     StatusFault,
 )
-from tests.standin.conftest import START_EPOCH_S, ManualTime
+from tests.standin.support import START_EPOCH_S, ManualTime
 
 PHOTOCRAFT = "storytold/photocraft"
 WEB_URL = "https://github.com"

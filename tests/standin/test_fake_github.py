@@ -10,7 +10,7 @@ import requests
 
 from craft_apps.testing.demo_releases import demo_releases
 from craft_apps.testing.fake_github import FakeGitHub, StatusFault
-from tests.standin.conftest import START_EPOCH_S, ManualTime, latest_url
+from tests.standin.support import START_EPOCH_S, ManualTime, latest_url
 
 PHOTOCRAFT = "storytold/photocraft"
 RATE_HEADERS = (

@@ -22,7 +22,7 @@ from craft_apps.testing.fake_github import (
     SlowFault,
     StatusFault,
 )
-from tests.standin.conftest import latest_url
+from tests.standin.support import latest_url
 
 PHOTOCRAFT = "storytold/photocraft"
 VECTORCRAFT = "storytold/vectorcraft"

@@ -1,4 +1,17 @@
-"""Builders shared by the endpoint, poller and command tests."""
+"""Helpers shared by the whole suite: ``from tests.support import X`` for any of them.
+
+This module holds the builders (releases, a published state file, webhook deliveries) and the
+``ONE_AT_A_TIME`` mark; its submodules hold the rest, re-exported here:
+
+- ``apps``: the apps the tests configure (``PHOTOCRAFT``, ``TWO_APPS``), ``apps_setting`` and the
+  endpoint's path (``RELEASE_INFO_URL``);
+- ``ports``: ``free_port`` for a server a test starts;
+- ``time``: ``S``, one second in milliseconds;
+- ``source``: ``copy_of_the_source``, a clean tree to build the package from.
+
+A helper only one directory's tests use lives beside them, in that directory's ``support.py``
+(fixtures stay in its ``conftest.py``, which tests never import).
+"""
 
 from __future__ import annotations
 
@@ -28,6 +41,27 @@ from craft_apps.host.store import StateStore
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
+from tests.support.apps import ARTCRAFT_LAUNCHER, PHOTOCRAFT, RELEASE_INFO_URL, TWO_APPS, apps_setting
+from tests.support.ports import free_port
+from tests.support.time import S
+
+__all__ = [
+    "ARTCRAFT_LAUNCHER",
+    "ONE_AT_A_TIME",
+    "PHOTOCRAFT",
+    "RELEASE_INFO_URL",
+    "SHA",
+    "TWO_APPS",
+    "S",
+    "apps_setting",
+    "free_port",
+    "publish",
+    "release",
+    "release_event",
+    "signed",
+    "stand_in",
+    "webhook_headers",
+]
 
 # Tests that load the machine hard (dozens of processes, a browser, a wheel build, a simulated
 # fleet) or hold real processes to a deadline of seconds run one at a time, on one xdist worker
@@ -95,17 +129,6 @@ def publish(
         assert store.put_app(key, state, fence=lease.fence)
     lease.release()
     return store
-
-
-TWO_APPS = (
-    AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
-    AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
-)
-
-
-def apps_setting(apps: Iterable[AppSpec] = TWO_APPS) -> str:
-    """``apps`` as the APPS setting's ``key=Name=org/repo,...``."""
-    return ",".join(f"{app.key}={app.name}={app.repo}" for app in apps)
 
 
 @contextmanager
