@@ -267,69 +267,68 @@ def run_launcher_benchmark(options: LauncherOptions) -> LauncherReport:
     with tempfile.TemporaryDirectory(prefix="bench-launcher-") as tmp:
         state_dir = Path(tmp) / "state"
         configure_django(state_dir)
-        from craft_apps.api import views  # once Django is set up
-        from craft_apps.api.representation import Refiner
+        from craft_apps.api.representation import Refiner  # once Django is set up
+        from craft_apps.api.runtime import Runtime, use
 
         # Every request looks at the state file. A busy host has a version's best brotli form by
         # the time a launcher comes: it is made before any poll that gets a body (only those).
         refinements: list[Callable[[], None]] = []
-        views.answers = views.AnswerCache(
-            recheck_s=0.0, refiner=Refiner(start=refinements.append, after_s=0.0)
-        )
-        store = StateStore(state_dir)
-        store.open_for_writing()
-        lease = Lease(store, holder="bench-launcher", clock=SystemClock())
-        if not lease.try_acquire() or lease.fence is None:
-            raise RuntimeError(f"the lease of {store.path} is held by someone else")
-        day = HostDay(options)
-        written: dict[str, AppState] = {}
-        kinds = {"first": Kind(), "unchanged": Kind(), "release": Kind()}
-        gzip_only: list[int] = []
-        statuses: dict[str, int] = {}
-        breakdown: dict[str, int] = {}
-        held: str | None = None  # the launcher's ETag, now
-        held_today: str | None = None  # and today
-        seen_tags: set[str] = set()
-        rng = random.Random(options.seed + 1)
-        poll_ms = rng.randint(0, round(options.poll_every_s * S) - 1)
-        plain = b""
-        while poll_ms < day.duration_ms:
-            for app in DEFAULT_APPS:
-                state = day.state(app.key, poll_ms)
-                if written.get(app.key) != state:
-                    store.put_app(app.key, state, fence=lease.fence)
-                    written[app.key] = state
-            current = views.answers.answer()
-            if current.etag != held and refinements:
-                refinements.pop()()
-            plain = current.body
-            sent = launcher_headers(options.accept_encoding, held)
-            answer = wsgi_get(sent)
-            etag = dict((k.lower(), v) for k, v in answer.headers)["etag"]
-            kind = "first" if held is None else "unchanged" if held == etag else "release"
-            now = request_bytes(sent) + response_bytes(answer.status, answer.headers, len(answer.body))
-            site_headers = [(k, v) for k, v in answer.headers if k.lower() not in OURS]
-            today_status, today_headers, today_length = today_answer(plain, held_today, site_headers)
-            sent_today = launcher_headers(options.accept_encoding, held_today)
-            today = request_bytes(sent_today) + response_bytes(today_status, today_headers, today_length)
-            kinds[kind].add(now, today, len(plain))
-            statuses[str(answer.status)] = statuses.get(str(answer.status), 0) + 1
-            if kind == "release":
-                gzip_sent = launcher_headers("gzip", held)
-                gzip_answer = wsgi_get(gzip_sent)
-                gzip_only.append(
-                    request_bytes(gzip_sent)
-                    + response_bytes(gzip_answer.status, gzip_answer.headers, len(gzip_answer.body))
-                )
-            if answer.status == 304 and not breakdown:
-                breakdown = _breakdown(sent, answer)
-            for app_info in json.loads(plain)["release_info"]["apps"].values():
-                if app_info["latest_release"]:
-                    seen_tags.add(app_info["latest_release"]["name"])
-            held, held_today = etag, today_etag(plain)
-            poll_ms += round(options.poll_every_s * S)
-        lease.release()
-        store.close()
+        web = Runtime(recheck_s=0.0, refiner=Refiner(start=refinements.append, after_s=0.0))
+        with use(web):
+            store = StateStore(state_dir)
+            store.open_for_writing()
+            lease = Lease(store, holder="bench-launcher", clock=SystemClock())
+            if not lease.try_acquire() or lease.fence is None:
+                raise RuntimeError(f"the lease of {store.path} is held by someone else")
+            day = HostDay(options)
+            written: dict[str, AppState] = {}
+            kinds = {"first": Kind(), "unchanged": Kind(), "release": Kind()}
+            gzip_only: list[int] = []
+            statuses: dict[str, int] = {}
+            breakdown: dict[str, int] = {}
+            held: str | None = None  # the launcher's ETag, now
+            held_today: str | None = None  # and today
+            seen_tags: set[str] = set()
+            rng = random.Random(options.seed + 1)
+            poll_ms = rng.randint(0, round(options.poll_every_s * S) - 1)
+            plain = b""
+            while poll_ms < day.duration_ms:
+                for app in DEFAULT_APPS:
+                    state = day.state(app.key, poll_ms)
+                    if written.get(app.key) != state:
+                        store.put_app(app.key, state, fence=lease.fence)
+                        written[app.key] = state
+                current = web.answers.answer()
+                if current.etag != held and refinements:
+                    refinements.pop()()
+                plain = current.body
+                sent = launcher_headers(options.accept_encoding, held)
+                answer = wsgi_get(sent)
+                etag = dict((k.lower(), v) for k, v in answer.headers)["etag"]
+                kind = "first" if held is None else "unchanged" if held == etag else "release"
+                now = request_bytes(sent) + response_bytes(answer.status, answer.headers, len(answer.body))
+                site_headers = [(k, v) for k, v in answer.headers if k.lower() not in OURS]
+                today_status, today_headers, today_length = today_answer(plain, held_today, site_headers)
+                sent_today = launcher_headers(options.accept_encoding, held_today)
+                today = request_bytes(sent_today) + response_bytes(today_status, today_headers, today_length)
+                kinds[kind].add(now, today, len(plain))
+                statuses[str(answer.status)] = statuses.get(str(answer.status), 0) + 1
+                if kind == "release":
+                    gzip_sent = launcher_headers("gzip", held)
+                    gzip_answer = wsgi_get(gzip_sent)
+                    gzip_only.append(
+                        request_bytes(gzip_sent)
+                        + response_bytes(gzip_answer.status, gzip_answer.headers, len(gzip_answer.body))
+                    )
+                if answer.status == 304 and not breakdown:
+                    breakdown = _breakdown(sent, answer)
+                for app_info in json.loads(plain)["release_info"]["apps"].values():
+                    if app_info["latest_release"]:
+                        seen_tags.add(app_info["latest_release"]["name"])
+                held, held_today = etag, today_etag(plain)
+                poll_ms += round(options.poll_every_s * S)
+            lease.release()
+            store.close()
     return LauncherReport(
         options=options,
         plain_json_bytes=len(plain),

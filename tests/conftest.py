@@ -3,21 +3,27 @@
 ``redis_server``: one real redis-server per test session (per xdist worker); ``redis_client``:
 a client of it, the server FLUSHALLed (and its scripts flushed) before each test;
 ``fresh_redis_server``: a server of the test's own, for tests that kill, pause, reconfigure it.
+``install_runtime``: puts a web process's runtime of the test's parts in place (a fake clock,
+no reuse window, a feed on fake time) until the test ends.
 Django's test database is the site's engine (``DJANGO_DB_ENGINE``, see config/settings.py); a
 SQLite one is a file (never ``:memory:``) so that other processes can open it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
 
 from craft_apps.testing.clock import FakeClock
 from tests.fleet.server import RedisServer, RedisServerMissing
+
+if TYPE_CHECKING:
+    from craft_apps.api.runtime import Runtime
 
 
 @pytest.fixture(scope="session")
@@ -70,3 +76,13 @@ def fresh_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server = _start_redis(tmp_path / "redis")
     yield server
     server.stop()
+
+
+@pytest.fixture
+def install_runtime() -> Iterator[Callable[..., Runtime]]:
+    """``install_runtime(**parts)`` makes ``Runtime(**parts)`` the web process's runtime until the
+    test ends (the one before is back then, and the test's is closed); returns it."""
+    from craft_apps.api.runtime import Runtime, use  # Django is set up by now
+
+    with ExitStack() as stack:
+        yield lambda **parts: stack.enter_context(use(Runtime(**parts)))

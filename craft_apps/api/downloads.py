@@ -4,7 +4,7 @@ of an app's latest release.
 Contract: ``302`` to the chosen file's ``download_url`` with ``Cache-Control: public,
 max-age=60``; otherwise ``404`` with ``{"success": false, "error": "<one line>"}`` (``no-store``
 while the app was never fetched, so no cache keeps a cold host's miss). Never a 500. The
-release comes from the endpoint's per-process answer (``views.answers``), so a redirect costs
+release comes from the endpoint's per-process answer (``runtime().answers``), so a redirect costs
 what an endpoint request costs, and the only URLs ever redirected to are the ``download_url``
 of stored assets, which the release parser accepted (links into the repository's own releases).
 
@@ -31,7 +31,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
-from craft_apps.api.views import answers
+from craft_apps.api.runtime import runtime
 from craft_apps.domain import (
     AssetPlatform,
     CraftAppArch,
@@ -166,7 +166,7 @@ def respond(
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"
         return response
-    found = find_download(answers.answer().release_info, app_key, os, arch, package_type)
+    found = find_download(runtime().answers.answer().release_info, app_key, os, arch, package_type)
     if isinstance(found, Missing):
         body = json.dumps({"success": False, "error": found.reason}, ensure_ascii=False).encode()
         response = HttpResponse(

@@ -9,31 +9,18 @@ some of them (``state_file,poller`` for a load balancer, see docs/operations.md)
 from __future__ import annotations
 
 import json
-import threading
-from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse
 
 from craft_apps.api.caching import NOT_CACHEABLE
-from craft_apps.clock import Clock, SystemClock
-from craft_apps.conf import app_settings
+from craft_apps.api.runtime import runtime
 from craft_apps.host.health import current_policy, health_document, health_problems, parse_rules
 from craft_apps.host.observe import HostView, observe
-from craft_apps.host.store import StateStore
-
-clock: Clock = SystemClock()  # tests put a fake one here
-_stores: dict[Path, StateStore] = {}
-_lock = threading.Lock()
 
 
 def host_view() -> HostView:
-    """The host's state file now, through this process's reader of the configured directory."""
-    state_dir = app_settings.STATE_DIR
-    store = _stores.get(state_dir)
-    if store is None:
-        with _lock:
-            store = _stores.setdefault(state_dir, StateStore(state_dir))
-    return observe(store)
+    """The host's state file now, through this process's store of the configured directory."""
+    return observe(runtime().state_store())
 
 
 def health(request: HttpRequest) -> HttpResponse:
@@ -43,7 +30,7 @@ def health(request: HttpRequest) -> HttpResponse:
         rules = parse_rules(request.GET.get("rules", "").split(","))
     except ValueError as err:
         return _json({"status": "bad_request", "problems": [{"rule": "rules", "detail": str(err)}]}, 400)
-    problems = health_problems(host_view(), current_policy(), clock.now_ms(), rules)
+    problems = health_problems(host_view(), current_policy(), runtime().clock.now_ms(), rules)
     response = _json(health_document(problems, rules), 503 if problems else 200)
     # A 503 here is an answer, not a server error: keep django.request from logging an error at
     # every probe of an unhealthy host (the poller's log says what went wrong, once).

@@ -32,9 +32,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from craft_apps.api import health as health_api
 from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.api.health import host_view, without_body
+from craft_apps.api.runtime import runtime
 from craft_apps.conf import Problem, app_settings
 from craft_apps.github.parsing import DROP_REASONS
 from craft_apps.host.counters import OUTCOMES
@@ -57,17 +57,16 @@ ANSWERS = Counter(
     ["status", "encoding"],
     registry=None,
 )
-_counting_failed = False
 
 
 def count_answer(response: HttpResponse) -> HttpResponse:
     """Counts one answer of the endpoint; never fails the request (logs once if counting does)."""
-    global _counting_failed
     try:
         ANSWERS.labels(str(response.status_code), response.get("Content-Encoding") or "identity").inc()
     except Exception as err:  # an unusable PROMETHEUS_MULTIPROC_DIR, for one (check W132)
-        if not _counting_failed:
-            _counting_failed = True
+        web = runtime()
+        if not web.counting_failed:
+            web.counting_failed = True
             logger.warning("Craft apps metrics: can't count the endpoint's answers: %s", err)
     return response
 
@@ -125,7 +124,7 @@ class HostCollector:
     def collect(self) -> Iterator[Metric]:
         view = host_view()
         policy = current_policy()
-        now_ms = health_api.clock.now_ms()
+        now_ms = runtime().clock.now_ms()
         yield _gauge(
             "craft_apps_state_file_readable",
             "1 when the host's state file can be read.",
@@ -144,6 +143,13 @@ class HostCollector:
 
 
 def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[Metric]:
+    yield from _github_metrics(view)
+    yield from _mode_metrics(view, policy)
+    yield from _lease_metrics(view, now_ms)
+
+
+def _github_metrics(view: HostView) -> Iterable[Metric]:
+    """The poller's GitHub requests by outcome, and GitHub's quota as last seen."""
     counters = view.counters
     requests = CounterMetricFamily(
         "craft_apps_github_requests", "GitHub requests of this host's poller, by outcome.", labels=["outcome"]
@@ -152,24 +158,30 @@ def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterab
         requests.add_metric([outcome], counters.requests.get(outcome, 0))
     yield requests
     quota = counters.quota
-    if quota is not None:
+    if quota is None:
+        return
+    yield _gauge(
+        "craft_apps_github_quota_remaining",
+        "GitHub requests left in the window, as last seen.",
+        quota.remaining,
+    )
+    yield _gauge(
+        "craft_apps_github_quota_limit", "GitHub requests allowed per window, as last seen.", quota.limit
+    )
+    if quota.reset_ms is not None:
         yield _gauge(
-            "craft_apps_github_quota_remaining",
-            "GitHub requests left in the window, as last seen.",
-            quota.remaining,
+            "craft_apps_github_quota_reset_timestamp_seconds",
+            "When GitHub's window resets.",
+            quota.reset_ms / 1000,
         )
-        yield _gauge(
-            "craft_apps_github_quota_limit", "GitHub requests allowed per window, as last seen.", quota.limit
-        )
-        if quota.reset_ms is not None:
-            yield _gauge(
-                "craft_apps_github_quota_reset_timestamp_seconds",
-                "When GitHub's window resets.",
-                quota.reset_ms / 1000,
-            )
-        yield _gauge(
-            "craft_apps_github_quota_seen_timestamp_seconds", "When the quota was seen.", quota.seen_ms / 1000
-        )
+    yield _gauge(
+        "craft_apps_github_quota_seen_timestamp_seconds", "When the quota was seen.", quota.seen_ms / 1000
+    )
+
+
+def _mode_metrics(view: HostView, policy: HealthPolicy) -> Iterable[Metric]:
+    """Redis errors, the poller's mode and its last tick."""
+    counters = view.counters
     yield CounterMetricFamily(
         "craft_apps_redis_errors",
         "Redis errors of this host's poller (it then polls alone).",
@@ -188,6 +200,10 @@ def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterab
             "When the active poller last ticked.",
             counters.tick_ms / 1000,
         )
+
+
+def _lease_metrics(view: HostView, now_ms: int) -> Iterable[Metric]:
+    """The lease and the backoff."""
     yield _gauge(
         "craft_apps_poller_lease_held",
         "1 while a poller holds this host's lease.",

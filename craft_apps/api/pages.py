@@ -5,9 +5,9 @@ any of them), readable without JavaScript and with no asset from elsewhere. ArtC
 comes first as the recommended download, then one card per desktop platform for each app; the
 visitor's platform (``platforms.detect_visitor``) is marked "Your system" and comes first.
 
-A page is rendered once per state version (the endpoint's answer, ``views.answers``), variant
-(the detected system) and app, and kept while what it shows is unchanged (a revalidation only
-moves fetch times); a request that finds it costs about what an endpoint request costs.
+A page is rendered once per state version (the endpoint's answer, from the process's runtime),
+variant (the detected system) and app, and kept while what it shows is unchanged
+(``page_cache``); a request that finds it costs about what an endpoint request costs.
 ``Vary`` names the headers the variant comes from, and ``Accept-CH`` asks for the CPU hints.
 Cache-Control follows the endpoint: cacheable once every app was fetched.
 """
@@ -15,22 +15,19 @@ Cache-Control follows the endpoint: cacheable once every app was fetched.
 from __future__ import annotations
 
 import hashlib
-import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.core.signals import setting_changed
-from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 
 from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
 from craft_apps.api.downloads import choose
+from craft_apps.api.page_cache import RenderedPage
 from craft_apps.api.platforms import ACCEPT_CH, ARCH_TITLES, OS_TITLES, VARY, Visitor, detect_visitor
-from craft_apps.api.representation import EncodedAnswer
-from craft_apps.api.views import answers
+from craft_apps.api.runtime import runtime
 from craft_apps.domain import AppReleaseInfo, CraftAppOs, CraftAppPackageType, ReleaseAsset, ReleaseInfo
 
 LAUNCHER_KEY = "artcraft-launcher"
@@ -169,60 +166,7 @@ def page_context(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> di
     }
 
 
-# --- Rendered once per state version and variant --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RenderedPage:
-    body: bytes
-    status: int
-    cache_control: str
-    etag: str
-
-
-def page_inputs(info: ReleaseInfo) -> tuple[object, ...]:
-    """What a page shows of ``info``: not the fetch times, which move at every revalidation."""
-    apps = tuple(
-        (key, app.name, app.repo, app.latest_release, app.app_last_fetched is not None)
-        for key, app in info.apps.items()
-    )
-    return (info.last_fetched is not None, apps)
-
-
-class PageCache:
-    """Rendered pages of the state version last seen (the endpoint's answer tells the version),
-    kept across versions that change nothing a page shows."""
-
-    MAX_PAGES = 512  # apps x detected systems is far below it; a bound all the same
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._source: EncodedAnswer | None = None
-        self._inputs: tuple[object, ...] | None = None
-        self._pages: dict[tuple[str | None, Visitor, str], RenderedPage] = {}
-
-    def page(self, app_key: str | None, visitor: Visitor) -> RenderedPage:
-        answer = answers.answer()
-        key = (app_key, visitor, get_script_prefix())
-        with self._lock:
-            if answer is not self._source:
-                inputs = page_inputs(answer.release_info)
-                if inputs != self._inputs:
-                    self._pages = {}
-                self._source, self._inputs = answer, inputs
-            page = self._pages.get(key)
-        if page is not None:
-            return page
-        page = render_page(answer.release_info, visitor, app_key)
-        if page.status == 200:  # an unknown key is not kept: anyone can make up many
-            with self._lock:
-                if self._source is answer and len(self._pages) < self.MAX_PAGES:
-                    self._pages[key] = page
-        return page
-
-    def clear(self) -> None:
-        with self._lock:
-            self._source, self._inputs, self._pages = None, None, {}
+# --- Rendered once per state version and variant (page_cache keeps it) ----------------------------
 
 
 def render_page(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> RenderedPage:
@@ -241,21 +185,19 @@ def render_page(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> Ren
     )
 
 
-pages = PageCache()
-
-
-@receiver(setting_changed)
-def _settings_changed(*, setting: str, **kwargs: Any) -> None:
-    if setting in ("CRAFT_APPS", "BASE_DIR", "TEMPLATES", "USE_TZ", "TIME_ZONE"):
-        pages.clear()
-
-
 def respond(request: HttpRequest, app_key: str | None = None) -> HttpResponse:
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"
         return response
-    page = pages.page(app_key, detect_visitor(request.META))
+    visitor = detect_visitor(request.META)
+    web = runtime()
+    answer = web.answers.answer()
+    page = web.pages.page(
+        answer,
+        (app_key, visitor, get_script_prefix()),
+        lambda: render_page(answer.release_info, visitor, app_key),
+    )
     not_modified = page.status == 200 and request.META.get("HTTP_IF_NONE_MATCH") == page.etag
     response = HttpResponse(
         b"" if request.method == "HEAD" or not_modified else page.body,

@@ -37,7 +37,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from craft_apps.api.refresh import refresh_stores, request_refresh
-from craft_apps.clock import SystemClock
+from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec
 
@@ -47,7 +47,6 @@ MAX_BODY_BYTES = 1 << 20  # GitHub's release payloads are a few KiB; its own cap
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 RELEASE_ACTIONS = frozenset({"published", "released", "prereleased", "edited", "deleted", "unpublished"})
 _DELIVERY = re.compile(r"[0-9A-Za-z._-]{1,100}")  # GitHub sends a GUID; it becomes part of a key
-_clock = SystemClock()
 
 
 def signature_matches(body: bytes, header: str | None, secrets: Sequence[str]) -> bool:
@@ -131,9 +130,10 @@ def github_webhook(request: HttpRequest) -> HttpResponse:
 
 def _refresh(apps: list[AppSpec], what: str, delivery: str | None) -> HttpResponse:
     keys = [app.key for app in apps]
+    now_ms = runtime().clock.now_ms()
     host, fleet = refresh_stores()
     try:
-        outcome = request_refresh(keys, now_ms=_clock.now_ms(), host=host, fleet=fleet, delivery=delivery)
+        outcome = request_refresh(keys, now_ms=now_ms, host=host, fleet=fleet, delivery=delivery)
     finally:
         host.close()
     if outcome.duplicate:

@@ -8,7 +8,9 @@ version marker (one tiny query) and reloads the items only when the number chang
 anywhere in the fleet shows within about a second; the next look is due ``RECHECK_S`` after
 the end of this one, so a look that hangs on a locked database is the only one in flight. A
 window opening or closing needs no edit and no query: the kept items say when the served set
-changes next, and the set is recomputed at that instant.
+changes next, and the set is recomputed at that instant. Each web process has one feed, which
+its runtime (``craft_apps.api.runtime``) makes and holds; nothing here is kept at module level
+but the metrics' declarations.
 
 Only a process that has never read the database waits, on its first requests and for at most
 ``FIRST_LOOK_WAIT_S`` in all, so that a worker just started serves the notices from its first
@@ -141,11 +143,20 @@ class BackgroundLooker:
                 ).start()
             self._wake.set()
 
+    def stop(self) -> None:
+        """Ends the thread once its look is done (a test's or a benchmark's runtime); a later
+        look starts another."""
+        with self._lock:
+            wake, self._wake, self._pid, self._pending = self._wake, threading.Event(), None, None
+        wake.set()
+
     def _run(self, wake: threading.Event) -> None:
         while True:
             wake.wait()
             wake.clear()
             with self._lock:
+                if wake is not self._wake:  # stopped
+                    return
                 look, self._pending = self._pending, None
             if look is None:
                 continue
@@ -195,6 +206,11 @@ class NoticesFeed:
             self._served: _Served | None = None
             self._failing = False
             self._left_out = 0
+
+    def close(self) -> None:
+        """Ends the looker thread this feed started, if any."""
+        if isinstance(self._runner, BackgroundLooker):
+            self._runner.stop()
 
     def current(self) -> Notices:
         """The notices to serve now. Never raises, never waits on the database (but for a
@@ -317,6 +333,3 @@ class NoticesFeed:
             )
         else:
             logger.info("Craft apps notices: every rename and notice served now is in the answer again")
-
-
-feed = NoticesFeed()

@@ -148,9 +148,6 @@ def status_document(
     ``host_marks``: the refreshes asked for on the host's state file (``read_host_marks``)."""
     counters = view.counters
     problems = health_problems(view, policy, now_ms)
-    backoff = view.snapshot.backoff
-    quota = counters.quota
-    lease = view.lease
     document = {
         "format": FORMAT,
         "generated_at": format_ms(now_ms),
@@ -160,25 +157,11 @@ def status_document(
             _app(view, fleet, app, policy, now_ms, host_marks or {})
             for app in sorted(apps, key=lambda a: a.key)
         ],
-        "host_backoff": _backoff(backoff, now_ms),
+        "host_backoff": _backoff(view.snapshot.backoff, now_ms),
         "fleet_backoff": None if fleet.backoff is None else _backoff(fleet.backoff, now_ms),
-        "lease": None
-        if lease is None
-        else {
-            "holder": lease.holder,
-            "fence": lease.fence,
-            "expires_at": _instant(lease.expires_ms or None),
-            "active": lease_active(view, now_ms),
-        },
+        "lease": _lease(view, now_ms),
         "poller": {"last_tick_at": _instant(counters.tick_ms), "stopped_at": _instant(counters.stopped_ms)},
-        "github_quota": None
-        if quota is None
-        else {
-            "remaining": quota.remaining,
-            "limit": quota.limit,
-            "reset_at": _instant(quota.reset_ms),
-            "seen_at": _instant(quota.seen_ms),
-        },
+        "github_quota": _quota(view),
         "github_requests": dict(counters.requests),
         "redis": {"configured": fleet.configured, "problem": fleet.problem, "errors": counters.redis_errors},
         "health": health_document(problems),
@@ -186,6 +169,30 @@ def status_document(
     if notices is not None:
         document["notices"] = dict(notices)
     return document
+
+
+def _lease(view: HostView, now_ms: int) -> dict[str, Any] | None:
+    lease = view.lease
+    if lease is None:
+        return None
+    return {
+        "holder": lease.holder,
+        "fence": lease.fence,
+        "expires_at": _instant(lease.expires_ms or None),
+        "active": lease_active(view, now_ms),
+    }
+
+
+def _quota(view: HostView) -> dict[str, Any] | None:
+    quota = view.counters.quota
+    if quota is None:
+        return None
+    return {
+        "remaining": quota.remaining,
+        "limit": quota.limit,
+        "reset_at": _instant(quota.reset_ms),
+        "seen_at": _instant(quota.seen_ms),
+    }
 
 
 def _app(
@@ -381,7 +388,17 @@ def _drop_lines(doc: Mapping[str, Any], relative: _Relative) -> list[str]:
 
 
 def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:
-    state_file, poller, lease, redis = doc["state_file"], doc["poller"], doc["lease"], doc["redis"]
+    return [
+        *_poller_facts(doc, relative),
+        *_backoff_facts(doc, relative),
+        *_github_facts(doc, relative),
+        *_health_facts(doc),
+    ]
+
+
+def _poller_facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:
+    """The state file, the poller's mode and the lease."""
+    state_file, poller, lease = doc["state_file"], doc["poller"], doc["lease"]
     facts = [("state file", state_file["path"])]
     if state_file["problem"]:
         facts.append(("", f"unreadable: {state_file['problem']}"))
@@ -398,13 +415,24 @@ def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]
         else:
             ended = relative.of(lease["expires_at"] or poller["stopped_at"], never="an unknown time")
             facts.append(("lease", f"free since {ended} (last held by {custody})"))
-    facts.append(("host backoff", _backoff_text(doc["host_backoff"], relative)))
+    return facts
+
+
+def _backoff_facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:
+    redis = doc["redis"]
+    facts = [("host backoff", _backoff_text(doc["host_backoff"], relative))]
     if not redis["configured"]:
         facts.append(("fleet backoff", "- (no Redis: this host polls alone)"))
     elif redis["problem"]:
         facts.append(("fleet backoff", "unknown (Redis can't be read)"))
     else:
         facts.append(("fleet backoff", _backoff_text(doc["fleet_backoff"], relative)))
+    return facts
+
+
+def _github_facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:
+    """GitHub's quota as last seen, and the poller's requests."""
+    facts: list[tuple[str, str]] = []
     quota = doc["github_quota"]
     if quota is None:
         facts.append(("github quota", "not seen yet"))
@@ -420,11 +448,17 @@ def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]
             f"{requests['failed']} failed, {requests['rate_limited']} rate limited",
         )
     )
+    return facts
+
+
+def _health_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Redis, the notices and the health verdict."""
+    redis = doc["redis"]
     if not redis["configured"]:
         reach = "not configured"
     else:
         reach = f"trouble: {redis['problem']}" if redis["problem"] else "reachable"
-    facts.append(("redis", f"{reach}; {redis['errors']} errors counted by the poller"))
+    facts = [("redis", f"{reach}; {redis['errors']} errors counted by the poller")]
     notices = doc.get("notices")
     if notices is not None:
         facts.append(("notices", _notices_text(notices)))

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from craft_apps.api import pages, views
 from craft_apps.domain import Release, ReleaseAsset
 from craft_apps.github.parsing import parse_platform
 from tests.support import SHA, apps_setting, release
@@ -65,12 +63,8 @@ EVERY_FILE = (
 
 
 @pytest.fixture
-def download_site(state_dir: Path, settings, monkeypatch) -> Iterator[Path]:
+def download_site(state_dir: Path, settings, install_runtime) -> Path:
     """Two configured apps on a fresh state file; every request looks at the state file."""
     settings.CRAFT_APPS = {"APPS": apps_setting(), "STATE_DIR": str(state_dir)}
-    monkeypatch.setattr(views.answers, "recheck_s", 0.0)
-    views.answers.clear()
-    pages.pages.clear()
-    yield state_dir
-    views.answers.clear()
-    pages.pages.clear()
+    install_runtime(recheck_s=0.0)
+    return state_dir

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from django.test import Client, override_settings
 
-from craft_apps.api import caching, views
+from craft_apps.api import answer_cache, caching
+from craft_apps.api.runtime import reset
 from craft_apps.compat import UTC
 from craft_apps.domain import (
     AppState,
@@ -189,8 +190,7 @@ def test_last_fetched_stays_null_until_every_app_was_fetched(site: Path, client:
 
 
 def test_the_default_list_serves_thirteen_apps_including_the_launcher(state_dir: Path, settings, client):
-    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir)}
-    views.answers.clear()
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir)}  # the process's runtime forgets at once
     apps = get(client)[1]["release_info"]["apps"]  # type: ignore[index]
     assert len(apps) == 13
     assert apps["artcraft-launcher"]["repo"] == "storytold/craft-launcher"
@@ -224,13 +224,13 @@ def test_other_methods_are_not_allowed(site: Path, client: Client):
 def test_an_unchanged_state_is_neither_read_nor_serialized_again(site: Path, client: Client, monkeypatch):
     publish(site, {"photocraft": AppState(fetched_ms=LATE_MS)})
     calls: list[str] = []
-    real_encode = views.encode_answer
+    real_encode = answer_cache.encode_answer
 
     def counting_encode(info, *notices):
         calls.append("encode")
         return real_encode(info, *notices)
 
-    monkeypatch.setattr(views, "encode_answer", counting_encode)
+    monkeypatch.setattr(answer_cache, "encode_answer", counting_encode)
     first = client.get(URL).content
     second = client.get(URL).content
     assert calls == ["encode"]
@@ -249,10 +249,11 @@ def test_a_new_release_shows_on_the_next_request(site: Path, client: Client):
     assert latest["tag"] == "v0.5.0"
 
 
-def test_the_state_file_is_looked_at_no_more_than_every_tenth_of_a_second(site: Path, monkeypatch):
+def test_the_state_file_is_looked_at_no_more_than_every_tenth_of_a_second(
+    site: Path, monkeypatch, install_runtime
+):
     clock = [100.0]
-    cache = views.AnswerCache(monotonic=lambda: clock[0])
-    monkeypatch.setattr(views, "answers", cache)
+    install_runtime(monotonic=lambda: clock[0])
     client = Client()
     store = publish(site, {"photocraft": AppState(fetched_ms=LATE_MS)})
     looks: list[int] = []
@@ -344,7 +345,7 @@ class TestNeverFails:
         try:
             locker.execute("PRAGMA locking_mode=EXCLUSIVE")
             locker.execute("BEGIN EXCLUSIVE")
-            views.answers.clear()
+            reset()
             response = client.get(URL)
             assert response.status_code == 200
             assert json.loads(response.content)["success"] is True
@@ -361,6 +362,4 @@ def publish_path(state_dir: Path) -> Path:
 
 def test_the_app_list_follows_the_settings_at_call_time(state_dir: Path, client: Client):
     with override_settings(CRAFT_APPS={"APPS": "solo=Solo=org/solo", "STATE_DIR": str(state_dir)}):
-        views.answers.clear()
         assert list(get(client)[1]["release_info"]["apps"]) == ["solo"]  # type: ignore[index]
-    views.answers.clear()

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from craft_apps.api import health as health_api
 from craft_apps.domain import AppState
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.lease import Lease
@@ -23,9 +22,9 @@ INTERVAL_S = 1800
 
 
 @pytest.fixture
-def clock(monkeypatch) -> FakeClock:
+def clock(install_runtime) -> FakeClock:
     clock = FakeClock(START_MS)
-    monkeypatch.setattr(health_api, "clock", clock)
+    install_runtime(clock=clock)
     return clock
 
 

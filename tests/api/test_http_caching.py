@@ -18,7 +18,7 @@ from django.conf import settings
 from django.middleware.gzip import GZipMiddleware
 from django.test import Client, override_settings
 
-from craft_apps.api import representation, views
+from craft_apps.api import representation
 from craft_apps.api.representation import BROTLI_BEST_QUALITY, BROTLI_FAST_QUALITY, EncodedAnswer, Refiner
 from craft_apps.domain import AppState
 from tests.support import RELEASE_INFO_URL as URL
@@ -94,9 +94,7 @@ class TestTheValidator:
         for host, fetched_ms in (("host-a", T0), ("host-b", T0 + 93_000)):
             warm(tmp_path / host, fetched_ms=fetched_ms)
             with override_settings(CRAFT_APPS={"APPS": apps_setting(), "STATE_DIR": str(tmp_path / host)}):
-                views.answers.clear()
                 etags.append(client.get(URL)["ETag"])
-        views.answers.clear()
         assert etags[0] == etags[1]
 
 
@@ -224,12 +222,7 @@ def test_every_form_is_made_once_per_state_version(site: Path, client: Client, m
         return real_gzip(body)
 
     monkeypatch.setattr(representation, "_brotli", counting_brotli)
-    monkeypatch.setattr(representation, "_gzip", counting_gzip)
-    monkeypatch.setattr(
-        views,
-        "answers",
-        views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=lambda job: job(), after_s=0.0)),
-    )
+    monkeypatch.setattr(representation, "_gzip", counting_gzip)  # the site's runtime refines at once
     warm(site)
     once = [("gzip", 9), ("br", BROTLI_FAST_QUALITY), ("br", BROTLI_BEST_QUALITY)]
     for _ in range(3):
@@ -244,10 +237,9 @@ def test_every_form_is_made_once_per_state_version(site: Path, client: Client, m
 
 class TestTheBrotliRefinement:
     @pytest.fixture
-    def jobs(self, site: Path, monkeypatch) -> list[Callable[[], None]]:
+    def jobs(self, site: Path, install_runtime) -> list[Callable[[], None]]:
         jobs: list[Callable[[], None]] = []
-        cache = views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=jobs.append, after_s=0.0))
-        monkeypatch.setattr(views, "answers", cache)
+        install_runtime(recheck_s=0.0, refiner=Refiner(start=jobs.append, after_s=0.0))
         return jobs
 
     def br(self, client: Client) -> bytes:
@@ -291,13 +283,13 @@ class TestTheBrotliRefinement:
         [line] = [r.getMessage() for r in caplog.records if r.name == "craft_apps.api.representation"]
         assert "brotli refinement failed" in line and "\n" not in line
 
-    def test_no_thread_to_be_had_keeps_the_quick_form(self, site: Path, client: Client, monkeypatch, caplog):
+    def test_no_thread_to_be_had_keeps_the_quick_form(
+        self, site: Path, client: Client, install_runtime, caplog
+    ):
         def no_thread(job) -> None:
             raise RuntimeError("can't start new thread")
 
-        monkeypatch.setattr(
-            views, "answers", views.AnswerCache(recheck_s=0.0, refiner=Refiner(start=no_thread, after_s=0.0))
-        )
+        install_runtime(recheck_s=0.0, refiner=Refiner(start=no_thread, after_s=0.0))
         warm(site)
         with caplog.at_level(logging.WARNING, logger="craft_apps.api.representation"):
             response = client.get(URL, headers={"Accept-Encoding": "br"})
@@ -305,12 +297,12 @@ class TestTheBrotliRefinement:
         assert "refinement not started" in caplog.text
 
     def test_only_a_version_that_stayed_current_for_a_second_is_refined(
-        self, site: Path, client: Client, monkeypatch
+        self, site: Path, client: Client, install_runtime
     ):
         clock = [100.0]
         jobs: list[Callable[[], None]] = []
         refiner = Refiner(start=jobs.append, monotonic=lambda: clock[0])
-        monkeypatch.setattr(views, "answers", views.AnswerCache(recheck_s=0.0, refiner=refiner))
+        install_runtime(recheck_s=0.0, refiner=refiner)
         warm(site)
         self.br(client)
         clock[0] += 0.9
@@ -331,8 +323,8 @@ class TestTheBrotliRefinement:
         self.br(client)
         assert len(jobs) == 1, "refined once"
 
-    def test_the_default_refiner_runs_in_a_thread(self, site: Path, client: Client, monkeypatch):
-        monkeypatch.setattr(views, "answers", views.AnswerCache(recheck_s=0.0))
+    def test_the_default_refiner_runs_in_a_thread(self, site: Path, client: Client, install_runtime):
+        install_runtime(recheck_s=0.0)
         warm(site)
         body = plain(client)
         best = brotli.compress(body, mode=brotli.MODE_TEXT, quality=BROTLI_BEST_QUALITY)

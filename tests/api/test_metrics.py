@@ -10,8 +10,6 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from craft_apps.api import health as health_api
-from craft_apps.api import views
 from craft_apps.checks import configuration_problems
 from craft_apps.domain import AppState, Backoff, GitHubQuota
 from craft_apps.host.counters import CountersUpdate, record
@@ -27,11 +25,9 @@ TOKEN = "s3cret-metrics-token-0123456789"
 
 
 @pytest.fixture
-def site(settings, state_dir: Path, monkeypatch) -> Path:
+def site(settings, state_dir: Path, monkeypatch, install_runtime) -> Path:
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
-    monkeypatch.setattr(health_api, "clock", FakeClock(START_MS + 60 * S))
-    monkeypatch.setattr(views.answers, "recheck_s", 0.0)
-    views.answers.clear()
+    install_runtime(clock=FakeClock(START_MS + 60 * S), recheck_s=0.0)
     settings.CRAFT_APPS = {
         "STATE_DIR": str(state_dir),
         "APPS": "photocraft=PhotoCraft=storytold/photocraft,vectorcraft=VectorCraft=storytold/vectorcraft",

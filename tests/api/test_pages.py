@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from craft_apps.api import pages, views
+from craft_apps.api import pages
+from craft_apps.api.runtime import runtime
 from craft_apps.domain import AppState
 from tests.api.downloads_support import EVERY_FILE, FETCHED_MS, download_site, release_of, url_of
 from tests.support import SHA, publish
@@ -184,7 +185,7 @@ def test_an_unknown_app_page_is_a_404_page_never_kept(download_site, client):
     assert response.status_code == 404
     assert response["Cache-Control"] == "no-store"
     assert "There is no app called “nosuchapp” here." in response.content.decode()
-    assert pages.pages._pages == {}
+    assert runtime().pages._pages == {}
 
 
 def test_headers_vary_on_what_detection_reads_and_follow_the_endpoint_for_caching(download_site, client):
@@ -226,13 +227,13 @@ def test_rendered_once_per_state_version_and_variant(download_site, client, monk
     client.get(INDEX, HTTP_USER_AGENT="Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:131.0) Firefox/131.0")
     assert len(rendered) == 2
     # A revalidation moves only fetch times, which the page doesn't show: nothing is rendered.
-    before = views.answers.answer()
+    before = runtime().answers.answer()
     publish(
         download_site,
         {"photocraft": AppState(latest_release=release_of(*EVERY_FILE), fetched_ms=FETCHED_MS + 1)},
     )
     client.get(INDEX, **WINDOWS_X64)
-    assert views.answers.answer() is not before, "a new state version"
+    assert runtime().answers.answer() is not before, "a new state version"
     assert len(rendered) == 2
     publish(
         download_site,

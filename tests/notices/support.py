@@ -1,8 +1,9 @@
 """Builders and helpers for the notices tests: items at instants relative to a fake clock, a
-feed on fake time, and a database made unreachable for real."""
+feed on fake time, a database made unreachable for real, and one look run by a real looker."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -11,6 +12,7 @@ from typing import Any
 from django.db import connection
 
 from craft_apps.instants import ms_to_datetime
+from craft_apps.notices.feed import BackgroundLooker
 from craft_apps.notices.models import Alert, Announcement, AppRename, RepoRename
 from craft_apps.testing.clock import START_MS
 from tests.support import free_port
@@ -106,3 +108,20 @@ def database_unreachable() -> Iterator[None]:
     finally:
         connection.close()
         connection.settings_dict.update(saved)
+
+
+WAIT_S = 10  # a bound on a real thread's start, never reached when all is well
+
+
+def run_once(looker: BackgroundLooker) -> threading.Thread:
+    """Hands ``looker`` one look; the thread that ran it."""
+    ran: list[threading.Thread] = []
+    done = threading.Event()
+
+    def look() -> None:
+        ran.append(threading.current_thread())
+        done.set()
+
+    looker(look)
+    assert done.wait(WAIT_S), "the look ran"
+    return ran[0]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from craft_apps.api import views
+from craft_apps.api.runtime import runtime
 from craft_apps.domain import AppState
 from craft_apps.notices.feed import NoticesFeed
 from tests.notices.support import (
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def site(state_dir: Path, settings, feed: NoticesFeed, monkeypatch) -> Path:
-    monkeypatch.setattr(views.answers, "recheck_s", 0.0)  # the state file on every request
+    monkeypatch.setattr(runtime().answers, "recheck_s", 0.0)  # the state file on every request
     settings.CRAFT_APPS = {"APPS": "photocraft=PhotoCraft=storytold/photocraft", "STATE_DIR": str(state_dir)}
     publish(state_dir, {"photocraft": AppState(fetched_ms=FETCHED_MS)})
     return state_dir
@@ -142,9 +142,11 @@ def test_with_the_database_down_the_releases_come_with_the_last_notices(
     assert answer["important_notices"] == json.loads(good.content)["important_notices"]
 
 
-def test_the_answers_reuse_window_counts_from_the_end_of_its_look(site: Path, feed: NoticesFeed, monkeypatch):
+def test_the_answers_reuse_window_counts_from_the_end_of_its_look(
+    site: Path, feed: NoticesFeed, monkeypatch, install_runtime
+):
     clock = Monotonic()
-    cache = views.AnswerCache(monotonic=clock)
+    cache = install_runtime(monotonic=clock, feed=feed).answers
     looks: list[float] = []
     current = feed.current
 

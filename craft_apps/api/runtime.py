@@ -1,0 +1,142 @@
+"""What one web process keeps between requests, in one object: ``runtime()`` answers it.
+
+A ``Runtime`` holds the clock the operators' endpoints and the webhook read, one state store
+per state directory (the endpoint, the health and metrics endpoints share it), the endpoint's
+answer cache (``answer_cache``), the downloads pages (``page_cache``), the notices feed with its
+looker thread (``craft_apps.notices.feed``) and what the metrics endpoint says once. It is built
+on the first request that asks; each part reads the settings when it is used, never at import
+or build time, and a store is opened on the first ask for its directory.
+
+``reset()`` forgets every kept answer, page and notice of the process's runtime (its stores and
+the feed's thread stay); Django's ``setting_changed`` runs it for the settings the answers
+depend on, so ``override_settings`` and pytest-django's ``settings`` take effect at once.
+``use(runtime)`` puts a runtime of other parts (a fake clock, no reuse window, a feed on fake
+time) in place for a block, for tests and benchmarks, and closes it at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from craft_apps.api.answer import RECHECK_S
+from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.page_cache import PageCache
+from craft_apps.api.representation import Refiner
+from craft_apps.clock import Clock, SystemClock
+from craft_apps.conf import app_settings
+from craft_apps.host.store import StateStore
+from craft_apps.notices.feed import NoticesFeed
+from craft_apps.notices.items import Notices
+
+# What a kept answer or page is made from, besides the state file and the notices.
+RESET_BY = frozenset({"CRAFT_APPS", "BASE_DIR", "TEMPLATES", "USE_TZ", "TIME_ZONE"})
+
+
+class Runtime:
+    """One web process's clock, stores, caches, notices feed and metrics flag."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        recheck_s: float = RECHECK_S,
+        refiner: Refiner | None = None,
+        feed: NoticesFeed | None = None,
+    ) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.feed = feed or NoticesFeed(clock=self.clock)
+        self.answers = AnswerCache(self.store, self.notices, recheck_s, monotonic, refiner)
+        self.pages = PageCache()
+        # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):
+        # said once, not at every request.
+        self.counting_failed = False
+        self._stores: dict[Path, StateStore] = {}
+        self._lock = threading.Lock()
+
+    def store(self, state_dir: Path) -> StateStore:
+        """This process's one store of ``state_dir`` (opened on the first ask)."""
+        store = self._stores.get(state_dir)
+        if store is None:
+            with self._lock:
+                store = self._stores.setdefault(state_dir, StateStore(state_dir))
+        return store
+
+    def state_store(self) -> StateStore:
+        """The store of the configured state directory."""
+        return self.store(app_settings.STATE_DIR)
+
+    def notices(self) -> Notices:
+        """What the feed's last look left (never waits on the database, never raises)."""
+        return self.feed.current()
+
+    def reset(self) -> None:
+        """Forgets every kept answer, page and notice: the next request looks again."""
+        self.answers.clear()
+        self.pages.clear()
+        self.feed.clear()
+        self.counting_failed = False
+
+    def close(self) -> None:
+        """Ends the feed's looker thread and closes the stores (a runtime ``use`` put in place)."""
+        self.feed.close()
+        with self._lock:
+            stores, self._stores = list(self._stores.values()), {}
+        for store in stores:
+            store.close()
+
+
+class _Slot:
+    """Where this process's runtime is: the one piece of process state at module level here."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.runtime: Runtime | None = None
+
+
+_slot = _Slot()
+
+
+def runtime() -> Runtime:
+    """This process's runtime, built on the first call."""
+    current = _slot.runtime
+    if current is None:
+        with _slot.lock:
+            if _slot.runtime is None:
+                _slot.runtime = Runtime()
+            current = _slot.runtime
+    return current
+
+
+def reset() -> None:
+    """Forgets what this process's runtime kept (tests, and a change of settings)."""
+    current = _slot.runtime
+    if current is not None:
+        current.reset()
+
+
+@contextmanager
+def use(replacement: Runtime) -> Iterator[Runtime]:
+    """``replacement`` is this process's runtime for the block; then the one before is back."""
+    with _slot.lock:
+        before, _slot.runtime = _slot.runtime, replacement
+    try:
+        yield replacement
+    finally:
+        with _slot.lock:
+            _slot.runtime = before
+        replacement.close()
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    if setting in RESET_BY:
+        reset()
