@@ -45,16 +45,21 @@ from bench.stats import max_in_window
 from bench.virtual_time import VIRTUAL_CLOCK_LEASE, HostClock, HostKilled, Simulation
 from craft_apps.api.refresh import request_refresh
 from craft_apps.compat import UTC
-from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
-from craft_apps.domain import AppSpec
+from craft_apps.conf import (
+    DEFAULT_APPS,
+    DEFAULT_GITHUB_WEB_URL,
+    DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN,
+    DEFAULT_REDIS_KEY_PREFIX,
+)
+from craft_apps.domain import AppSpec, Release
 from craft_apps.fleet.due import SharedDueMarks
-from craft_apps.fleet.entry import DEFAULT_KEY_PREFIX, FIELD_CLAIMED_MS, app_key
+from craft_apps.fleet.entry import FIELD_CLAIMED_MS, app_key
 from craft_apps.fleet.store import SharedStore
-from craft_apps.github.client import FetchOutcome, GitHubClient
+from craft_apps.github.client import GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.polling.loop import PollingLoop
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
+from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.schedule import (
     CLOCK_SKEW_MARGIN_MS,
     MIN_REQUEST_GAP_MS,
@@ -62,6 +67,7 @@ from craft_apps.polling.schedule import (
 )
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
+from craft_apps.source import FetchOutcome
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest
@@ -226,8 +232,9 @@ class CountingWakeUps(WakeUps):
         return news
 
 
-class CountingSource(ReleaseSource):
-    """The host's GitHub client, noting when it asked; ``after_request`` may kill the host."""
+class CountingSource:
+    """The host's GitHub client (a ``craft_apps.source.Source``), noting when it asked;
+    ``after_request`` may kill the host."""
 
     def __init__(self, client: GitHubClient, clock: HostClock, stats: HostStats) -> None:
         self.client = client
@@ -241,6 +248,9 @@ class CountingSource(ReleaseSource):
         if self.after_request is not None:
             self.after_request(repo)
         return outcome
+
+    def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None:
+        return self.client.rejudge(release, repo, web_url)
 
 
 @dataclass
@@ -269,7 +279,7 @@ class KillSwitch:
             if self.fired is not None or now_ms < self.at_ms:
                 return
             app = self.apps_by_repo[repo]
-            claimed = self.admin.hget(app_key(DEFAULT_KEY_PREFIX, app.key), FIELD_CLAIMED_MS)
+            claimed = self.admin.hget(app_key(DEFAULT_REDIS_KEY_PREFIX, app.key), FIELD_CLAIMED_MS)
             claimed_ms = int(claimed) if isinstance(claimed, bytes) else None
             self.fired = (host, app.key, source.stats.request_times_ms[-1], claimed_ms)
             raise HostKilled(host)

@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "clock": 0,
     "codec": 1,
     "conf": 2,
+    "source": 2,  # what the poller asks of a release source and its answers; github implements it
     "github": 3,
     "host": 3,
     "fleet": 3,
@@ -100,6 +101,24 @@ def test_the_http_side_and_polling_never_import_each_other() -> None:
         if {part_of(src), part_of(dst)} == {"api", "polling"}
     )
     assert not crossing
+
+
+def test_polling_names_no_github_module() -> None:
+    """The poller knows its source only through ``craft_apps.source``; GitHub is plugged in above
+    it (``poll_craft_releases`` hands ``GitHubClient.from_settings`` to the runner)."""
+    naming = sorted(
+        (src, dst)
+        for src, targets in graph().items()
+        for dst in targets
+        if part_of(src) == "polling" and part_of(dst) == "github"
+    )
+    assert not naming
+    assert any(
+        part_of(dst) == "source"
+        for src, targets in graph().items()
+        for dst in targets
+        if part_of(src) == "polling"
+    )
 
 
 def test_no_import_cycles() -> None:
