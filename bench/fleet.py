@@ -594,13 +594,7 @@ def _host_body(
         lease = Lease(store, holder=host.name, clock=clock, timing=VIRTUAL_CLOCK_LEASE)
         if not lease.try_acquire() or lease.fence is None:
             raise RuntimeError(f"{host.name} could not take its own lease")
-        session = requests.Session()
-        client = GitHubClient(
-            api_url=stand_in_url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock, session=session
-        )
-        bind_source_address(session, host_address(index))
-        source = CountingSource(client, clock, host.stats)
-        host.source = source
+        source = _host_source(host, index, stand_in_url, clock)
         if kill_switch is not None:
             kill_switch.arm(host.name, source)
         shared = shared_marks = None
@@ -611,36 +605,56 @@ def _host_body(
         poller = Poller(
             config=config, github=source, host=store, fence=lease.fence, clock=clock, shared=shared
         )
-        stats = host.stats
         wakeups = CountingWakeUps(
             poller,
             clock,
             host_marks=HostDueMarks(state_dir),
             shared_marks=shared_marks,
-            stats=stats,
+            stats=host.stats,
             counter=host.counter,
         )
-
-        def count_tick(report: TickReport) -> None:
-            used, used_bytes, commands = wakeups.since_tick_start()
-            stats.ticks += 1
-            stats.tick_round_trips += used
-            stats.tick_commands += commands
-            stats.max_round_trips = max(stats.max_round_trips, used)
-            if report.round.requests() == 0:
-                stats.idle_ticks += 1
-                stats.idle_round_trips += used
-                stats.idle_bytes += used_bytes
-                if used == 1:
-                    stats.quiet_ticks += 1
-                    stats.quiet_bytes += used_bytes
-
         # The production loop (lease renewal, wake-ups, tally, step-down rules) on this host's clock.
         PollingLoop(
-            poller, wakeups, lease=lease, tally=Tally(store, clock), clock=clock, on_tick=count_tick
+            poller,
+            wakeups,
+            lease=lease,
+            tally=Tally(store, clock),
+            clock=clock,
+            on_tick=_tick_counter(host.stats, wakeups),
         ).run()
 
     return body
+
+
+def _host_source(host: _Host, index: int, stand_in_url: str, clock: HostClock) -> CountingSource:
+    """The host's GitHub client, its connections leaving from the host's own address."""
+    session = requests.Session()
+    client = GitHubClient(
+        api_url=stand_in_url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock, session=session
+    )
+    bind_source_address(session, host_address(index))
+    host.source = CountingSource(client, clock, host.stats)
+    return host.source
+
+
+def _tick_counter(stats: HostStats, wakeups: CountingWakeUps) -> Callable[[TickReport], None]:
+    """Counts each tick and what Redis it cost into ``stats``."""
+
+    def count_tick(report: TickReport) -> None:
+        used, used_bytes, commands = wakeups.since_tick_start()
+        stats.ticks += 1
+        stats.tick_round_trips += used
+        stats.tick_commands += commands
+        stats.max_round_trips = max(stats.max_round_trips, used)
+        if report.round.requests() == 0:
+            stats.idle_ticks += 1
+            stats.idle_round_trips += used
+            stats.idle_bytes += used_bytes
+            if used == 1:
+                stats.quiet_ticks += 1
+                stats.quiet_bytes += used_bytes
+
+    return count_tick
 
 
 class _Deliveries:
