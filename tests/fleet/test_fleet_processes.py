@@ -332,28 +332,21 @@ def test_with_coordination_off_redis_is_never_touched(
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 3, "SOCKET_TIMEOUT": 5},
         },
     }
+
+    def poll_once() -> int:
+        options = RunnerOptions(once=True, keep_lease_in_background=False)
+        return PollerRunner(make_source=GitHubClient.from_settings, options=options).run()
+
     apps = ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS)
     base = {"STATE_DIR": str(tmp_path / "state"), "GITHUB_API_URL": github.url, "APPS": apps}
     before = redis_client.info("stats")["total_commands_processed"]
     settings.CRAFT_APPS = {**base, "COORDINATION_ENABLED": False}
-    assert (
-        PollerRunner(
-            make_source=GitHubClient.from_settings,
-            options=RunnerOptions(once=True, keep_lease_in_background=False),
-        ).run()
-        == 0
-    )
+    assert poll_once() == 0
     after = redis_client.info("stats")["total_commands_processed"]
     assert after - before == 1, "only this test's own INFO"
     assert len(github.requests) == 2
     settings.CRAFT_APPS = {**base, "STATE_DIR": str(tmp_path / "other")}
-    assert (
-        PollerRunner(
-            make_source=GitHubClient.from_settings,
-            options=RunnerOptions(once=True, keep_lease_in_background=False),
-        ).run()
-        == 0
-    )
+    assert poll_once() == 0
     assert redis_client.exists("craftApps:releases:app:photocraft"), "with coordination on, it is used"
 
 
