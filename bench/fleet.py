@@ -597,11 +597,7 @@ def _host_body(
         source = _host_source(host, index, stand_in_url, clock)
         if kill_switch is not None:
             kill_switch.arm(host.name, source)
-        shared = shared_marks = None
-        if redis_port is not None:
-            host.redis_client = counted_client(redis_port, host.counter)
-            shared = SharedStore(host.redis_client, hostname=host.name)
-            shared_marks = SharedDueMarks(host.redis_client)
+        shared, shared_marks = _host_redis(host, redis_port)
         poller = Poller(
             config=config, github=source, host=store, fence=lease.fence, clock=clock, shared=shared
         )
@@ -624,6 +620,14 @@ def _host_body(
         ).run()
 
     return body
+
+
+def _host_redis(host: _Host, redis_port: int | None) -> tuple[SharedStore | None, SharedDueMarks | None]:
+    """The host's shared store and due marks on a counted client of its own; none alone."""
+    if redis_port is None:
+        return None, None
+    host.redis_client = counted_client(redis_port, host.counter)
+    return SharedStore(host.redis_client, hostname=host.name), SharedDueMarks(host.redis_client)
 
 
 def _host_source(host: _Host, index: int, stand_in_url: str, clock: HostClock) -> CountingSource:
