@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import itertools
 import logging
 import multiprocessing
@@ -45,16 +46,21 @@ from bench.stats import max_in_window
 from bench.virtual_time import VIRTUAL_CLOCK_LEASE, HostClock, HostKilled, Simulation
 from craft_apps.api.refresh import request_refresh
 from craft_apps.compat import UTC
-from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL, DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
-from craft_apps.domain import AppSpec
+from craft_apps.conf import (
+    DEFAULT_APPS,
+    DEFAULT_GITHUB_WEB_URL,
+    DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN,
+    DEFAULT_REDIS_KEY_PREFIX,
+)
+from craft_apps.domain import AppSpec, Release
 from craft_apps.fleet.due import SharedDueMarks
-from craft_apps.fleet.entry import DEFAULT_KEY_PREFIX, FIELD_CLAIMED_MS, app_key
+from craft_apps.fleet.entry import FIELD_CLAIMED_MS, app_key
 from craft_apps.fleet.store import SharedStore
-from craft_apps.github.client import FetchOutcome, GitHubClient
+from craft_apps.github.client import GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.polling.loop import PollingLoop
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
+from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.schedule import (
     CLOCK_SKEW_MARGIN_MS,
     MIN_REQUEST_GAP_MS,
@@ -62,6 +68,7 @@ from craft_apps.polling.schedule import (
 )
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
+from craft_apps.source import FetchOutcome
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest
@@ -226,8 +233,9 @@ class CountingWakeUps(WakeUps):
         return news
 
 
-class CountingSource(ReleaseSource):
-    """The host's GitHub client, noting when it asked; ``after_request`` may kill the host."""
+class CountingSource:
+    """The host's GitHub client (a ``craft_apps.source.Source``), noting when it asked;
+    ``after_request`` may kill the host."""
 
     def __init__(self, client: GitHubClient, clock: HostClock, stats: HostStats) -> None:
         self.client = client
@@ -241,6 +249,9 @@ class CountingSource(ReleaseSource):
         if self.after_request is not None:
             self.after_request(repo)
         return outcome
+
+    def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None:
+        return self.client.rejudge(release, repo, web_url)
 
 
 @dataclass
@@ -269,7 +280,7 @@ class KillSwitch:
             if self.fired is not None or now_ms < self.at_ms:
                 return
             app = self.apps_by_repo[repo]
-            claimed = self.admin.hget(app_key(DEFAULT_KEY_PREFIX, app.key), FIELD_CLAIMED_MS)
+            claimed = self.admin.hget(app_key(DEFAULT_REDIS_KEY_PREFIX, app.key), FIELD_CLAIMED_MS)
             claimed_ms = int(claimed) if isinstance(claimed, bytes) else None
             self.fired = (host, app.key, source.stats.request_times_ms[-1], claimed_ms)
             raise HostKilled(host)
@@ -300,6 +311,77 @@ def next_version(version: str) -> str:
     return f"{major}.{minor}.{patch + 1}"
 
 
+@dataclass
+class _Fleet:
+    """What one run is made of: the virtual time, the GitHub stand-in, Redis, the hosts and the
+    log of what they served. ``close`` lets go of every server and connection the run opened."""
+
+    options: FleetOptions
+    coordinated: bool
+    hours: float
+    hosts_count: int
+    simulation: Simulation
+    admin: redis.Redis
+    log: ServedLog
+    stand_in: FakeGitHub
+    deliveries: _Deliveries
+    web: redis.Redis | None
+    hosts: list[_Host] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    kill_switch: KillSwitch | None = None
+
+    apps = DEFAULT_APPS
+
+    @property
+    def duration_ms(self) -> int:
+        return round(self.hours * 3600 * S)
+
+    @property
+    def interval_ms(self) -> int:
+        return self.options.interval_s * S
+
+    def publish(self, app: AppSpec) -> None:
+        """A new release of ``app`` on the stand-in, and its webhook delivery a little later."""
+        simulation = self.simulation
+        self.versions[app.key] = next_version(self.versions[app.key])
+        at = datetime.fromtimestamp(simulation.now_ms / 1000, UTC)
+        release = demo_release(app, self.versions[app.key], at)
+        self.stand_in.publish(app.repo, release)
+        self.log.published(app.key, release["tag_name"], simulation.now_ms)
+        if self.options.webhooks:
+            delay_ms = round(self.options.webhook_delay_s * S)
+            simulation.call_at(simulation.now_ms + delay_ms, lambda: self.deliver(app))
+
+    def deliver(self, app: AppSpec) -> None:
+        self.deliveries.deliver(app, self.hosts, self.simulation.now_ms)
+
+    def close(self) -> None:
+        self.stand_in.stop()
+        for host in self.hosts:
+            if host.source is not None:
+                host.source.client.close()
+            if host.redis_client is not None:
+                host.redis_client.close()
+            if host.store is not None:
+                host.store.close()
+        self.admin.close()
+        if self.web is not None:
+            self.web.close()
+
+
+@dataclass
+class _Measured:
+    """What a run left to report, read before anything was closed."""
+
+    wall_s: float
+    cpu_s: float
+    records: list[RecordedRequest]
+    server_commands: Counter[str]
+    warnings: dict[str, int]
+    live: list[_Host]
+    state_files_agree: bool
+
+
 def simulate(
     options: FleetOptions,
     *,
@@ -313,112 +395,138 @@ def simulate(
 ) -> tuple[FleetRun, KillSwitch | None, list[RecordedRequest], dict[str, HostStats]]:
     """One run; ``flood``: (when, as ms since the start; how many) webhooks for the first app,
     spread over a minute, to random hosts."""
-    apps = DEFAULT_APPS
-    hours = options.hours if hours is None else hours
-    hosts_count = options.hosts if hosts_count is None else hosts_count
-    duration_ms = round(hours * 3600 * S)
-    interval_ms = options.interval_s * S
+    fleet = _open_fleet(
+        options,
+        coordinated=coordinated,
+        redis_port=redis_port,
+        workdir=workdir,
+        hours=options.hours if hours is None else hours,
+        hosts_count=options.hosts if hosts_count is None else hosts_count,
+    )
+    try:
+        _schedule_releases(fleet, flood)
+        _spawn_hosts(fleet, redis_port, workdir, kill_after_ms)
+        measured = _run(fleet)
+    finally:
+        fleet.close()
+    run = _report(fleet, measured)
+    return run, fleet.kill_switch, measured.records, {h.name: h.stats for h in fleet.hosts}
+
+
+def _open_fleet(
+    options: FleetOptions,
+    *,
+    coordinated: bool,
+    redis_port: int,
+    workdir: Path,
+    hours: float,
+    hosts_count: int,
+) -> _Fleet:
+    """An emptied Redis, the stand-in serving every app's first release, no host yet."""
     simulation = Simulation(START_MS)
     admin = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=10)
     admin.flushall()
     admin.config_resetstat()
-    log = ServedLog([app.key for app in apps], START_MS)
+    log = ServedLog([app.key for app in _Fleet.apps], START_MS)
     stand_in = FakeGitHub(now=simulation.now_s, web_url=DEFAULT_GITHUB_WEB_URL).start()
-    versions: dict[str, str] = {}
+    fleet = _Fleet(
+        options=options,
+        coordinated=coordinated,
+        hours=hours,
+        hosts_count=hosts_count,
+        simulation=simulation,
+        admin=admin,
+        log=log,
+        stand_in=stand_in,
+        deliveries=_Deliveries(workdir, None, random.Random(f"{options.seed}:webhooks")),
+        web=None,
+    )
     published_at = datetime.fromtimestamp(START_MS / 1000, UTC)
-    for app in apps:
+    for app in fleet.apps:
         release = demo_release(app, "1.0.0", published_at)
         stand_in.publish(app.repo, release)
-        versions[app.key] = "1.0.0"
+        fleet.versions[app.key] = "1.0.0"
         log.published(app.key, release["tag_name"], START_MS)
+    if coordinated:
+        fleet.web = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=10)
+        fleet.deliveries.fleet = SharedDueMarks(fleet.web)
+    return fleet
 
-    hosts: list[_Host] = []
-    web = redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=10) if coordinated else None
-    deliveries = _Deliveries(
-        workdir, None if web is None else SharedDueMarks(web), random.Random(f"{options.seed}:webhooks")
-    )
 
-    def publish(app: AppSpec) -> None:
-        versions[app.key] = next_version(versions[app.key])
-        at = datetime.fromtimestamp(simulation.now_ms / 1000, UTC)
-        release = demo_release(app, versions[app.key], at)
-        stand_in.publish(app.repo, release)
-        log.published(app.key, release["tag_name"], simulation.now_ms)
-        if options.webhooks:
-            delay_ms = round(options.webhook_delay_s * S)
-            simulation.call_at(
-                simulation.now_ms + delay_ms, lambda: deliveries.deliver(app, hosts, simulation.now_ms)
-            )
-
-    for offset_ms, app in publish_schedule(options, apps, duration_ms):
-        simulation.call_at(START_MS + offset_ms, lambda app=app: publish(app))  # type: ignore[misc]
+def _schedule_releases(fleet: _Fleet, flood: tuple[int, int] | None) -> None:
+    """The seeded releases and, with ``flood``, the webhooks for the first app."""
+    simulation = fleet.simulation
+    for offset_ms, app in publish_schedule(fleet.options, fleet.apps, fleet.duration_ms):
+        simulation.call_at(START_MS + offset_ms, functools.partial(fleet.publish, app))
     if flood is not None:
         flood_at_ms, count = flood
         for n in range(count):
             at_ms = START_MS + flood_at_ms + n * 60 * S // max(1, count)
-            simulation.call_at(at_ms, lambda: deliveries.deliver(apps[0], hosts, simulation.now_ms))
+            simulation.call_at(at_ms, functools.partial(fleet.deliver, fleet.apps[0]))
 
-    kill_switch = None
+
+def _spawn_hosts(fleet: _Fleet, redis_port: int, workdir: Path, kill_after_ms: int | None) -> None:
     if kill_after_ms is not None:
-        kill_switch = KillSwitch(START_MS + kill_after_ms, admin, apps)
-    config = PollConfig(apps=apps, interval_ms=interval_ms, max_backoff_ms=MAX_BACKOFF_MS)
-    for index in range(hosts_count):
+        fleet.kill_switch = KillSwitch(START_MS + kill_after_ms, fleet.admin, fleet.apps)
+    config = PollConfig(apps=fleet.apps, interval_ms=fleet.interval_ms, max_backoff_ms=MAX_BACKOFF_MS)
+    simulation = fleet.simulation
+    for index in range(fleet.hosts_count):
         host = _Host(name=f"host-{index:02d}", stats=HostStats(), counter=RedisCounter())
-        hosts.append(host)
+        fleet.hosts.append(host)
         body = _host_body(
             host,
             index,
             config=config,
             state_dir=workdir / host.name,
-            stand_in_url=stand_in.url,
-            redis_port=redis_port if coordinated else None,
-            log=log,
+            stand_in_url=fleet.stand_in.url,
+            redis_port=redis_port if fleet.coordinated else None,
+            log=fleet.log,
             now_ms=lambda: simulation.now_ms,
-            kill_switch=kill_switch,
+            kill_switch=fleet.kill_switch,
         )
-        simulation.spawn(host.name, body, random.Random(f"{options.seed}:{index}"))
+        simulation.spawn(host.name, body, random.Random(f"{fleet.options.seed}:{index}"))
 
+
+def _run(fleet: _Fleet) -> _Measured:
+    """Runs the simulation to its end, then reads what is to be reported while all is open."""
     with WarningCounter() as warnings:
-        before_stats = command_stats(admin)
+        before_stats = command_stats(fleet.admin)
         wall, cpu = time.perf_counter(), time.process_time()
         try:
-            simulation.run(START_MS + duration_ms)
+            fleet.simulation.run(START_MS + fleet.duration_ms)
         finally:
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            records = stand_in.requests
-            stand_in.stop()
-        server_commands = command_stats(admin) - before_stats
-    dead = set(simulation.killed())
-    live = [h for h in hosts if h.name not in dead]
-    agree = _state_files_agree(live, log, apps)
-    for host in hosts:
-        if host.source is not None:
-            host.source.client.close()
-        if host.redis_client is not None:
-            host.redis_client.close()
-        if host.store is not None:
-            host.store.close()
-    admin.close()
-    if web is not None:
-        web.close()
+            records = fleet.stand_in.requests
+            fleet.stand_in.stop()
+        server_commands = command_stats(fleet.admin) - before_stats
+    dead = set(fleet.simulation.killed())
+    live = [h for h in fleet.hosts if h.name not in dead]
+    return _Measured(
+        wall_s=wall,
+        cpu_s=cpu,
+        records=records,
+        server_commands=server_commands,
+        warnings=dict(warnings.counts),
+        live=live,
+        state_files_agree=_state_files_agree(live, fleet.log, fleet.apps),
+    )
 
+
+def _report(fleet: _Fleet, measured: _Measured) -> FleetRun:
+    hosts, duration_ms, interval_ms = fleet.hosts, fleet.duration_ms, fleet.interval_ms
+    deliveries = fleet.deliveries
     ticks = sum(h.stats.ticks for h in hosts)
-    idle_ticks = sum(h.stats.idle_ticks for h in hosts)
-    looks = sum(h.stats.looks for h in hosts)
-    intervals = len(apps) * (duration_ms / interval_ms)
-    round_trips = sum(h.stats.tick_round_trips for h in hosts)
-    client_commands = sum(h.stats.tick_commands for h in hosts)
-    quiet_ticks = sum(h.stats.quiet_ticks for h in hosts)
-    asked = [r for r in records if r.repo is not None]
+    intervals = len(fleet.apps) * (duration_ms / interval_ms)
+    asked = [r for r in measured.records if r.repo is not None]
     statuses = Counter(str(r.status) for r in asked)
-    run = FleetRun(
-        coordinated=coordinated,
-        hosts=hosts_count,
-        apps=len(apps),
-        hours=hours,
-        interval_s=options.interval_s,
-        wall_s=round(wall, 1),
-        cpu_s=round(cpu, 1),
+    return FleetRun(
+        coordinated=fleet.coordinated,
+        hosts=fleet.hosts_count,
+        apps=len(fleet.apps),
+        hours=fleet.hours,
+        interval_s=fleet.options.interval_s,
+        wall_s=round(measured.wall_s, 1),
+        cpu_s=round(measured.cpu_s, 1),
         ticks=ticks,
         github_requests=len(asked),
         requests_per_app_per_interval=round(len(asked) / intervals, 3),
@@ -430,32 +538,39 @@ def simulate(
         busiest_host_requests_per_hour=max(
             (max_in_window(h.stats.request_times_ms, 3600 * S) for h in hosts), default=0
         ),
-        propagation=log.figures([h.name for h in live], START_MS + duration_ms),
+        propagation=fleet.log.figures([h.name for h in measured.live], START_MS + duration_ms),
         propagation_target_s=(interval_ms + TICK_MS) / S,
-        redis_round_trips_per_tick=round(round_trips / ticks, 3) if ticks else 0.0,
-        redis_round_trips_per_idle_tick=round(sum(h.stats.idle_round_trips for h in hosts) / idle_ticks, 3)
-        if idle_ticks
-        else 0.0,
-        redis_max_round_trips_in_a_tick=max((h.stats.max_round_trips for h in hosts), default=0),
-        redis_bytes_per_idle_tick=round(sum(h.stats.idle_bytes for h in hosts) / idle_ticks, 1)
-        if idle_ticks
-        else 0.0,
-        redis_bytes_per_quiet_tick=round(sum(h.stats.quiet_bytes for h in hosts) / quiet_ticks, 1)
-        if quiet_ticks
-        else 0.0,
-        looks=looks,
-        redis_round_trips_per_look=round(sum(h.stats.look_round_trips for h in hosts) / looks, 3)
-        if looks
-        else 0.0,
-        redis_bytes_per_look=round(sum(h.stats.look_bytes for h in hosts) / looks, 1) if looks else 0.0,
-        wake_ticks=sum(h.stats.wake_ticks for h in hosts),
-        redis_commands_per_host_hour=round(sum(server_commands.values()) / hosts_count / hours, 1),
-        redis_commands_per_tick_client=round(client_commands / ticks, 3) if ticks else 0.0,
-        redis_command_mix=dict(server_commands.most_common()),
-        state_files_agree=agree,
-        warnings=dict(warnings.counts),
+        **_redis_figures(hosts, ticks, measured.server_commands, fleet.hosts_count, fleet.hours),
+        state_files_agree=measured.state_files_agree,
+        warnings=measured.warnings,
     )
-    return run, kill_switch, records, {h.name: h.stats for h in hosts}
+
+
+def _redis_figures(
+    hosts: list[_Host], ticks: int, server_commands: Counter[str], hosts_count: int, hours: float
+) -> dict[str, Any]:
+    """The run's Redis and one-second-look figures (``FleetRun``'s fields of those names)."""
+
+    def per(total: int, count: int, digits: int) -> float:
+        return round(total / count, digits) if count else 0.0
+
+    idle_ticks = sum(h.stats.idle_ticks for h in hosts)
+    looks = sum(h.stats.looks for h in hosts)
+    quiet_ticks = sum(h.stats.quiet_ticks for h in hosts)
+    return {
+        "redis_round_trips_per_tick": per(sum(h.stats.tick_round_trips for h in hosts), ticks, 3),
+        "redis_round_trips_per_idle_tick": per(sum(h.stats.idle_round_trips for h in hosts), idle_ticks, 3),
+        "redis_max_round_trips_in_a_tick": max((h.stats.max_round_trips for h in hosts), default=0),
+        "redis_bytes_per_idle_tick": per(sum(h.stats.idle_bytes for h in hosts), idle_ticks, 1),
+        "redis_bytes_per_quiet_tick": per(sum(h.stats.quiet_bytes for h in hosts), quiet_ticks, 1),
+        "looks": looks,
+        "redis_round_trips_per_look": per(sum(h.stats.look_round_trips for h in hosts), looks, 3),
+        "redis_bytes_per_look": per(sum(h.stats.look_bytes for h in hosts), looks, 1),
+        "wake_ticks": sum(h.stats.wake_ticks for h in hosts),
+        "redis_commands_per_host_hour": round(sum(server_commands.values()) / hosts_count / hours, 1),
+        "redis_commands_per_tick_client": per(sum(h.stats.tick_commands for h in hosts), ticks, 3),
+        "redis_command_mix": dict(server_commands.most_common()),
+    }
 
 
 def _host_body(
@@ -479,53 +594,71 @@ def _host_body(
         lease = Lease(store, holder=host.name, clock=clock, timing=VIRTUAL_CLOCK_LEASE)
         if not lease.try_acquire() or lease.fence is None:
             raise RuntimeError(f"{host.name} could not take its own lease")
-        session = requests.Session()
-        client = GitHubClient(
-            api_url=stand_in_url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock, session=session
-        )
-        bind_source_address(session, host_address(index))
-        source = CountingSource(client, clock, host.stats)
-        host.source = source
+        source = _host_source(host, index, stand_in_url, clock)
         if kill_switch is not None:
             kill_switch.arm(host.name, source)
-        shared = shared_marks = None
-        if redis_port is not None:
-            host.redis_client = counted_client(redis_port, host.counter)
-            shared = SharedStore(host.redis_client, hostname=host.name)
-            shared_marks = SharedDueMarks(host.redis_client)
+        shared, shared_marks = _host_redis(host, redis_port)
         poller = Poller(
             config=config, github=source, host=store, fence=lease.fence, clock=clock, shared=shared
         )
-        stats = host.stats
         wakeups = CountingWakeUps(
             poller,
             clock,
             host_marks=HostDueMarks(state_dir),
             shared_marks=shared_marks,
-            stats=stats,
+            stats=host.stats,
             counter=host.counter,
         )
-
-        def count_tick(report: TickReport) -> None:
-            used, used_bytes, commands = wakeups.since_tick_start()
-            stats.ticks += 1
-            stats.tick_round_trips += used
-            stats.tick_commands += commands
-            stats.max_round_trips = max(stats.max_round_trips, used)
-            if report.round.requests() == 0:
-                stats.idle_ticks += 1
-                stats.idle_round_trips += used
-                stats.idle_bytes += used_bytes
-                if used == 1:
-                    stats.quiet_ticks += 1
-                    stats.quiet_bytes += used_bytes
-
         # The production loop (lease renewal, wake-ups, tally, step-down rules) on this host's clock.
         PollingLoop(
-            poller, wakeups, lease=lease, tally=Tally(store, clock), clock=clock, on_tick=count_tick
+            poller,
+            wakeups,
+            lease=lease,
+            tally=Tally(store, clock),
+            clock=clock,
+            on_tick=_tick_counter(host.stats, wakeups),
         ).run()
 
     return body
+
+
+def _host_redis(host: _Host, redis_port: int | None) -> tuple[SharedStore | None, SharedDueMarks | None]:
+    """The host's shared store and due marks on a counted client of its own; none alone."""
+    if redis_port is None:
+        return None, None
+    host.redis_client = counted_client(redis_port, host.counter)
+    return SharedStore(host.redis_client, hostname=host.name), SharedDueMarks(host.redis_client)
+
+
+def _host_source(host: _Host, index: int, stand_in_url: str, clock: HostClock) -> CountingSource:
+    """The host's GitHub client, its connections leaving from the host's own address."""
+    session = requests.Session()
+    client = GitHubClient(
+        api_url=stand_in_url, web_url=DEFAULT_GITHUB_WEB_URL, token=None, clock=clock, session=session
+    )
+    bind_source_address(session, host_address(index))
+    host.source = CountingSource(client, clock, host.stats)
+    return host.source
+
+
+def _tick_counter(stats: HostStats, wakeups: CountingWakeUps) -> Callable[[TickReport], None]:
+    """Counts each tick and what Redis it cost into ``stats``."""
+
+    def count_tick(report: TickReport) -> None:
+        used, used_bytes, commands = wakeups.since_tick_start()
+        stats.ticks += 1
+        stats.tick_round_trips += used
+        stats.tick_commands += commands
+        stats.max_round_trips = max(stats.max_round_trips, used)
+        if report.round.requests() == 0:
+            stats.idle_ticks += 1
+            stats.idle_round_trips += used
+            stats.idle_bytes += used_bytes
+            if used == 1:
+                stats.quiet_ticks += 1
+                stats.quiet_bytes += used_bytes
+
+    return count_tick
 
 
 class _Deliveries:

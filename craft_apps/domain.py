@@ -191,6 +191,19 @@ class AppState:
         return self.fetched_ms is None or self.failed_ms > self.fetched_ms
 
 
+class PollMode(StrEnum):
+    """How a poller's tick works; the host's counters and the metrics name the last tick's."""
+
+    COORDINATED = "coordinated"  # with the fleet: shared releases, claims and backoff in Redis
+    STANDALONE = "standalone"  # alone, same rules: coordination is off or Redis can't be read
+
+    @classmethod
+    def choose(cls, coordination_enabled: bool, shared_state_readable: bool) -> PollMode:
+        if coordination_enabled and shared_state_readable:
+            return cls.COORDINATED
+        return cls.STANDALONE
+
+
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """No request to GitHub before ``until_ms``; ``trouble`` counts troubled rounds in a row."""

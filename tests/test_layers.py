@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "clock": 0,
     "codec": 1,
     "conf": 2,
+    "source": 2,  # what the poller asks of a release source and its answers; github implements it
     "github": 3,
     "host": 3,
     "fleet": 3,
@@ -111,6 +112,34 @@ def test_nothing_the_wheel_ships_imports_the_testing_helpers() -> None:
         if part_of(dst) == "testing"
     )
     assert not importers
+
+
+def test_polling_names_no_github_module() -> None:
+    """The poller knows its source only through ``craft_apps.source``; GitHub is plugged in above
+    it (``poll_craft_releases`` hands ``GitHubClient.from_settings`` to the runner)."""
+    naming = sorted(
+        (src, dst)
+        for src, targets in graph().items()
+        for dst in targets
+        if part_of(src) == "polling" and part_of(dst) == "github"
+    )
+    assert not naming
+    assert any(
+        part_of(dst) == "source"
+        for src, targets in graph().items()
+        for dst in targets
+        if part_of(src) == "polling"
+    )
+
+
+@pytest.mark.parametrize("package", ["fleet", "github", "polling"])
+def test_the_package_docstring_names_every_module(package: str) -> None:
+    folder = PACKAGE / package
+    docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
+    assert modules
+    missing = [name for name in modules if f"``{name}``" not in docstring]
+    assert not missing, f"craft_apps.{package}'s docstring doesn't name {missing}"
 
 
 def test_no_import_cycles() -> None:

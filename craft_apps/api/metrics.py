@@ -36,19 +36,20 @@ from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.api.health import host_view, without_body
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import Problem, app_settings
-from craft_apps.github.parsing import DROP_REASONS
+from craft_apps.domain import PollMode
 from craft_apps.host.counters import OUTCOMES
 from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
 from craft_apps.host.observe import HostView
 from craft_apps.instants import datetime_to_ms
 from craft_apps.notices import feed as notices_feed
+from craft_apps.source import DROP_REASONS
 
 logger = logging.getLogger(__name__)
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 MIN_TOKEN_CHARS = 16
-MODES = ("coordinated", "standalone", "disabled")
+MODES = (*(mode.value for mode in PollMode), "disabled")
 
 # Not registered anywhere at import: a scrape builds the registry it needs (see registry()).
 ANSWERS = Counter(

@@ -111,6 +111,11 @@ class Refiner:
     one job runs; answers due meanwhile replace each other, so only the newest is refined.
     ``start`` runs a job (a thread by default; tests and the benchmark pass one that runs it at
     once, or later). A failure is logged in one line and the answer keeps its quick form.
+
+    It pays for itself: on the demo answer (91.7 KB of JSON) quality 11 is 11.8 KB against 13.7
+    KB at quality 5, 14% (1.9 KB) less in every brotli response, for about 80 ms of CPU once per
+    version, against 1 ms at quality 5; made on the request path, those 80 ms would be the
+    first request's wait (``python -m bench.refine``: Python 3.11, brotli 1.2, a 2-core VM).
     """
 
     def __init__(

@@ -14,16 +14,17 @@ makes one host ask. Keys, beside those of ``fleet.entry``, under the same prefix
   older than a day are dropped, and only the newest ``keep`` (the caller's bound) are kept, so
   someone holding the secret can't fill Redis; the key itself lapses a day after its last write.
 
-Every method raises ``RedisTrouble`` (one line, no credentials), never a redis-py error.
+Every method raises ``RedisTrouble`` (one line, no credentials), never a redis-py error
+(``fleet.store.redis_trouble``).
 """
 
 from __future__ import annotations
 
 import redis
-from redis.exceptions import RedisError
 
-from craft_apps.fleet.entry import DEFAULT_KEY_PREFIX, decode_time
-from craft_apps.fleet.store import RedisOperation, RedisTrouble
+from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
+from craft_apps.fleet.entry import decode_time
+from craft_apps.fleet.store import RedisOperation, redis_trouble
 
 DUE_TTL_MS = 24 * 3600 * 1000
 DELIVERY_TTL_MS = 24 * 3600 * 1000
@@ -44,7 +45,7 @@ def deliveries_key(prefix: str) -> str:
 class SharedDueMarks:
     """The fleet's due marks and taken deliveries on one Redis client."""
 
-    def __init__(self, client: redis.Redis, *, key_prefix: str = DEFAULT_KEY_PREFIX) -> None:
+    def __init__(self, client: redis.Redis, *, key_prefix: str = DEFAULT_REDIS_KEY_PREFIX) -> None:
         self._client = client
         self._prefix = key_prefix
 
@@ -61,45 +62,37 @@ class SharedDueMarks:
         a day ago. All at once: a day's old members go first, so one taken over a day ago is
         taken again; then the set is cut to its newest ``keep``."""
         key = deliveries_key(self._prefix)
-        try:
+        with redis_trouble(f"writing {key}", RedisOperation.WRITE):
             pipe = self._client.pipeline(transaction=True)
             pipe.zremrangebyscore(key, "-inf", f"({now_ms - DELIVERY_TTL_MS}")
             pipe.zadd(key, {delivery: now_ms}, nx=True)
             pipe.zremrangebyrank(key, 0, -(max(1, keep) + 1))
             pipe.pexpire(key, DELIVERY_TTL_MS)
             added = pipe.execute()[1]
-        except (RedisError, OSError) as err:
-            raise RedisTrouble.of(f"writing {key}", err, RedisOperation.WRITE) from err
         return bool(added)
 
     def mark(self, app_keys: list[str], requested_ms: int) -> None:
         """Marks ``app_keys`` due as of ``requested_ms`` and moves the counter, all at once."""
         if not app_keys:
             return
-        try:
+        with redis_trouble(f"writing {self.due_key}", RedisOperation.WRITE):
             pipe = self._client.pipeline(transaction=True)
             pipe.hset(self.due_key, mapping=dict.fromkeys(app_keys, str(requested_ms)))
             pipe.pexpire(self.due_key, DUE_TTL_MS)
             pipe.incr(self.seq_key)
             pipe.pexpire(self.seq_key, DUE_TTL_MS)
             pipe.execute()
-        except (RedisError, OSError) as err:
-            raise RedisTrouble.of(f"writing {self.due_key}", err, RedisOperation.WRITE) from err
 
     def seq(self) -> bytes | None:
         """The counter as stored (None when absent): it moved when it differs from the last one."""
-        try:
+        with redis_trouble(f"reading {self.seq_key}", RedisOperation.READ):
             value = self._client.get(self.seq_key)
-        except (RedisError, OSError) as err:
-            raise RedisTrouble.of(f"reading {self.seq_key}", err, RedisOperation.READ) from err
         return value if isinstance(value, bytes) else None if value is None else str(value).encode()
 
     def marks(self) -> dict[str, int]:
         """Every app marked due in the last day, with when; unreadable fields are left out."""
-        try:
+        with redis_trouble(f"reading {self.due_key}", RedisOperation.READ):
             raw = self._client.hgetall(self.due_key)
-        except (RedisError, OSError) as err:
-            raise RedisTrouble.of(f"reading {self.due_key}", err, RedisOperation.READ) from err
         if not isinstance(raw, dict):
             return {}
         marks: dict[str, int] = {}

@@ -1,5 +1,6 @@
 """What the fleet shares in Redis about Craft App releases, and how it is encoded. Pure: the I/O
-is in ``shared_store``. Keys and fields are those of the reference pods, so both run side by side.
+is in ``store``. Keys and fields are those of the reference pods, so both run side by side; the
+prefix is the setting ``REDIS_KEY_PREFIX`` (``conf.DEFAULT_REDIS_KEY_PREFIX`` by default).
 
 ``{prefix}app:<app key>``, a hash kept 7 days after its last write:
 
@@ -23,7 +24,7 @@ Invariant: nothing unreadable is trusted. Another version, a bad number, bad JSO
 negative time or bytes that aren't UTF-8 read as absent (a fetch needs its time, its ``etag``
 field and its release all readable), so the app is asked about again and the next 200 or 304
 writes the whole entry over it. A claim, a failure or a 304 never rewrites the ``v`` of a hash
-of another version (``shared_store``), so they can't make its foreign fields readable.
+of another version (``store``), so they can't make its foreign fields readable.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from craft_apps.domain import (
 )
 from craft_apps.text import one_line
 
-DEFAULT_KEY_PREFIX = "craftApps:releases:"
 APP_TTL_MS = 7 * 24 * 3600 * 1000
 BACKOFF_TTL_MS = 24 * 3600 * 1000
 FORMAT_VERSION = "1"

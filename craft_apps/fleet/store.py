@@ -1,4 +1,4 @@
-"""Reads and writes the fleet's shared release state in Redis (keys and fields: ``shared_entry``).
+"""Reads and writes the fleet's shared release state in Redis (keys and fields: ``entry``).
 
 Writes are last-write-wins, guarded by time and decided on the server: one Lua script
 (``guarded_write.lua``, run by its SHA and reloaded after ``NOSCRIPT``) writes only when the
@@ -21,7 +21,8 @@ once, to ``WATCH``/``MULTI``/``EXEC``: it reads what the rule looks at, decides 
 ``decide_write`` (the script's rule in Python), writes in a transaction and decides again if
 another writer got in between. Any other Redis problem is ``RedisTrouble`` and leaves that
 switch alone. Every method raises ``RedisTrouble``, never a redis-py error; its message is one
-line, without credentials, and it says which operation failed.
+line, without credentials, and it says which operation failed. ``redis_trouble`` is that rule,
+in one place, for every Redis call of the package.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -44,6 +46,7 @@ from redis.typing import EncodableT, FieldT
 
 from craft_apps.codec import decode_release
 from craft_apps.compat import StrEnum
+from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
 from craft_apps.domain import Backoff, Release, newer_wins
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error
@@ -115,6 +118,22 @@ class RedisTrouble(Exception):
         An answer refusing the command (OOM, READONLY, NOPERM, ...) belongs to ``operation``."""
         unreachable = isinstance(err, RedisConnectionError | RedisTimeoutError | OSError)
         return cls(f"{what}: {describe_error(err)}", RedisOperation.READ if unreachable else operation)
+
+
+# What redis-py raises when Redis can't be used: its own errors, a socket's, and bytes a client
+# that decodes answers can't read as UTF-8.
+REDIS_FAILURES = (RedisError, OSError, UnicodeDecodeError)
+
+
+@contextmanager
+def redis_trouble(what: str, operation: RedisOperation) -> Iterator[None]:
+    """The one rule for every Redis call in ``craft_apps.fleet``: what redis-py raises inside
+    becomes ``RedisTrouble`` of ``operation`` (``RedisTrouble.of``), saying it happened ``what``
+    ("reading ...", "writing ..."). A ``RedisTrouble`` raised inside passes as it is."""
+    try:
+        yield
+    except REDIS_FAILURES as err:
+        raise RedisTrouble.of(what, err, operation) from err
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,7 +235,7 @@ class SharedStore:
         client: redis.Redis,
         *,
         hostname: str,
-        key_prefix: str = shared_entry.DEFAULT_KEY_PREFIX,
+        key_prefix: str = DEFAULT_REDIS_KEY_PREFIX,
         use_scripts: bool = True,
     ) -> None:
         """``use_scripts=False`` starts with WATCH/MULTI/EXEC, as after a refusal."""
@@ -366,13 +385,11 @@ class SharedStore:
         """The replies to ``commands``, sent in one round trip (none for no command)."""
         if not commands:
             return []
-        try:
+        with redis_trouble(what, RedisOperation.READ):
             pipe = self._client.pipeline(transaction=False)
             for command in commands:
                 pipe.execute_command(*command)  # type: ignore[no-untyped-call]
             replies = pipe.execute(raise_on_error=False)
-        except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble.of(what, err, RedisOperation.READ) from err
         if len(replies) != len(commands):
             raise RedisTrouble(
                 f"{what}: {len(replies)} replies to {len(commands)} commands", RedisOperation.READ
@@ -491,7 +508,7 @@ class SharedStore:
     def write_backoff(self, backoff: Backoff) -> None:
         """Shares the fleet's backoff; no trouble deletes it."""
         key = self.backoff_key
-        try:
+        with redis_trouble(f"writing {key}", RedisOperation.BACKOFF):
             if backoff.trouble <= 0:
                 self._client.delete(key)
                 return
@@ -500,13 +517,11 @@ class SharedStore:
             pipe.hset(key, mapping=_mapping(shared_entry.encode_backoff(backoff, self._hostname)))
             pipe.pexpire(key, shared_entry.BACKOFF_TTL_MS)
             pipe.execute()
-        except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble.of(f"writing {key}", err, RedisOperation.BACKOFF) from err
 
     def apply(self, write: GuardedWrite) -> bool:
         """Applies ``write`` with the script or, once Redis refused it, with WATCH. Returns
         whether it was written."""
-        try:
+        with redis_trouble(f"writing {write.key}", RedisOperation.WRITE):
             if not self._scripts_refused:
                 try:
                     return self._apply_with_script(write)
@@ -515,8 +530,6 @@ class SharedStore:
                         raise
                     self._note_refusal(err)
             return self._apply_with_watch(write)
-        except (RedisError, OSError, UnicodeDecodeError) as err:
-            raise RedisTrouble.of(f"writing {write.key}", err, RedisOperation.WRITE) from err
 
     def _note_refusal(self, err: ResponseError) -> None:
         with self._lock:

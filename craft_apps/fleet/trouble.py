@@ -1,37 +1,25 @@
 """Polling alone when Redis can't be used, and saying so without flooding the log.
 
-``PollMode.choose`` picks how a tick works. ``RedisTroubleLog`` warns when Redis trouble starts,
-then at most every 10 minutes while it lasts (with how many errors went unlogged), and logs
-once, at info, when Redis works again. Trouble is kept per operation (reading, the guarded
-writes, the backoff write): it ends only when every operation that failed has worked since, so a
-Redis that answers reads but refuses writes (out of memory, a read-only replica, a denied
-command) is one lasting trouble, not a "back"/"unavailable" pair every tick. It takes the time
-as an argument, so it has no clock of its own; its messages are one line and carry no
-credentials.
+How a tick works is ``craft_apps.domain.PollMode.choose``'s. ``RedisTroubleLog`` warns when
+Redis trouble starts, then at most every 10 minutes while it lasts (with how many errors went
+unlogged), and logs once, at info, when Redis works again. Trouble is kept per operation
+(reading, the guarded writes, the backoff write): it ends only when every operation that failed
+has worked since, so a Redis that answers reads but refuses writes (out of memory, a read-only
+replica, a denied command) is one lasting trouble, not a "back"/"unavailable" pair every tick.
+It takes the time as an argument, so it has no clock of its own; its messages are one line and
+carry no credentials.
 """
 
 from __future__ import annotations
 
 import logging
 
-from craft_apps.compat import StrEnum
 from craft_apps.fleet.connection import describe_error
 from craft_apps.fleet.store import RedisOperation, RedisTrouble
 
 logger = logging.getLogger(__name__)
 
 WARN_EVERY_MS = 10 * 60 * 1000
-
-
-class PollMode(StrEnum):
-    COORDINATED = "coordinated"  # with the fleet: shared releases, claims and backoff in Redis
-    STANDALONE = "standalone"  # alone, same rules: coordination is off or Redis can't be read
-
-    @classmethod
-    def choose(cls, coordination_enabled: bool, shared_state_readable: bool) -> PollMode:
-        if coordination_enabled and shared_state_readable:
-            return cls.COORDINATED
-        return cls.STANDALONE
 
 
 class RedisTroubleLog:

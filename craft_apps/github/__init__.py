@@ -1,3 +1,11 @@
-"""Ask GitHub for an app's latest release (``client``) and read its answer safely (``parsing``).
+"""GitHub as the poller's release source (``craft_apps.source.Source``); the first tier.
 
-The first tier: nothing here knows about the state file, Redis or HTTP answers."""
+- ``client``: one request for a repository's latest release, as an outcome; the client the
+  settings describe (``GitHubClient.from_settings``).
+- ``parsing``: GitHub's answer read into a ``Release``, keeping only what is safe to serve;
+  ``rejudge`` applies the same rules to a stored release.
+- ``links``: where a link points once resolved as a browser resolves it, and whether that is
+  inside the repository's release files.
+
+Nothing here knows about the state file, Redis or HTTP answers.
+"""

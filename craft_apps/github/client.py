@@ -1,7 +1,10 @@
-"""One request to GitHub for a repository's latest release, as a typed outcome.
+"""One request to GitHub for a repository's latest release, as a typed outcome: GitHub as the
+poller's ``craft_apps.source.Source``.
 
 Contract: ``GitHubClient.fetch_latest_release`` never raises; every answer becomes ``Fetched``,
-``NotModified``, ``RateLimited`` or ``Failed`` (with a one-line reason). Invariants: the token is
+``NotModified``, ``RateLimited`` or ``Failed`` (``craft_apps.source``, with a one-line reason);
+``rejudge`` applies ``parsing``'s rules to a stored release. ``GitHubClient.from_settings`` is
+the client the settings describe. Invariants: the token is
 sent only as ``Authorization: Bearer`` to GitHub's API host and never appears in a log line, a
 reason, an exception or a ``repr``; ``~/.netrc`` never adds credentials; a request takes at most
 the connect timeout to connect and ``total_timeout`` for the whole exchange, however slowly the
@@ -28,7 +31,6 @@ import socket
 import threading
 import time
 from contextvars import ContextVar
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -41,8 +43,10 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from craft_apps.clock import Clock
+from craft_apps.conf import app_settings
 from craft_apps.domain import GitHubQuota, Release
-from craft_apps.github.parsing import ReleaseRejected, read_release
+from craft_apps.github.parsing import ReleaseRejected, read_release, rejudge
+from craft_apps.source import Failed, Fetched, FetchOutcome, NotModified, RateLimited
 from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
@@ -60,44 +64,6 @@ _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _INTEGER = re.compile(r"[+-]?[0-9]{1,20}")
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 _HEADER_TEXT = re.compile(r"[\x20-\x7e]+")
-
-
-# --- Outcomes -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Fetched:
-    """The latest release; ``release`` is None when GitHub answered 404 (no published release,
-    or no such repository). ``moved_to``: GitHub redirected to this repository (a rename).
-    ``dropped``: the assets of the answer not served, by reason (``parsing.DROP_REASONS``)."""
-
-    release: Release | None
-    etag: str | None
-    moved_to: str | None = None
-    dropped: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class NotModified:
-    """The ``ETag`` sent still matches: what the caller has is current. Only ever the answer to a
-    request that sent one; a 304 to a request without it is ``Failed``."""
-
-
-@dataclass(frozen=True)
-class RateLimited:
-    """GitHub refused for quota; no request should be made before ``retry_at_ms`` if known."""
-
-    retry_at_ms: int | None
-
-
-@dataclass(frozen=True)
-class Failed:
-    """Nothing usable came back; ``reason`` is one line, safe to log."""
-
-    reason: str
-
-
-FetchOutcome = Fetched | NotModified | RateLimited | Failed
 
 
 class _RedirectRefused(requests.RequestException):
@@ -152,6 +118,16 @@ class GitHubClient:
         self._session.mount("https://", adapter)
         self._session.mount("http://", adapter)
 
+    @classmethod
+    def from_settings(cls, clock: Clock) -> GitHubClient:
+        """The client of ``GITHUB_API_URL``, ``GITHUB_WEB_URL`` and ``GITHUB_TOKEN``."""
+        return cls(
+            api_url=app_settings.GITHUB_API_URL,
+            web_url=app_settings.GITHUB_WEB_URL,
+            token=app_settings.GITHUB_TOKEN,
+            clock=clock,
+        )
+
     def __repr__(self) -> str:
         token = "unusable" if self._token_unusable else ("set" if self._token else "none")
         return f"GitHubClient(api_url={self._api_url!r}, web_url={self._web_url!r}, token={token})"
@@ -177,6 +153,10 @@ class GitHubClient:
         if isinstance(outcome, Failed):
             outcome = Failed(self._scrub(outcome.reason))
         return outcome
+
+    def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None:
+        """``parsing.rejudge``: a stored release judged by today's rules, as if GitHub sent it."""
+        return rejudge(release, repo, web_url)
 
     def _fetch(self, repo: str, etag: str | None) -> FetchOutcome:
         if not _is_repo_name(repo):

@@ -12,7 +12,8 @@ Owner and repository names compare as GitHub compares them, case-insensitively: 
 are judged against the repository as the answer's release page spells it when that is the
 configured one in another case. After a redirect GitHub followed for a renamed repository
 (``renamed=True``), the answer's repository is taken as it names itself. ``read_release`` also
-says how many assets it dropped and why (``DROP_REASONS``), for the poller to report.
+says how many assets it dropped and why (``craft_apps.source.DROP_REASONS``), for the poller to
+report; assets past ``craft_apps.source.MAX_ASSETS`` (GitHub's own limit) are dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from craft_apps.domain import (
 )
 from craft_apps.github.links import link_under, on_another_host, segments_under
 from craft_apps.instants import format_rfc3339, instant_or_none
+from craft_apps.source import DROP_REASONS, MAX_ASSETS
 from craft_apps.text import ELLIPSIS, one_line
 
 # Git sets no length on a tag, but it keeps each ref as a file, and a file name over 255 bytes is
@@ -43,9 +45,6 @@ from craft_apps.text import ELLIPSIS, one_line
 MAX_TAG_BYTES = 255
 MAX_NAME_CHARS = 200
 MAX_NOTES_BYTES = 64 * 1024
-# GitHub's own limit: a release holds at most 1,000 assets (GitHub Docs, "About releases", and
-# GitHub's answer to an upload past it). More in an answer is not GitHub's; we keep the first 1,000.
-MAX_ASSETS = 1000
 MAX_FILE_NAME_CHARS = 200
 # The largest integer a JSON client reading numbers as doubles (JavaScript, jq...) keeps exact.
 MAX_SAFE_SIZE = 2**53 - 1
@@ -60,17 +59,6 @@ _LINE_BREAK = re.compile("\r\n?")
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 # What ``git check-ref-format`` refuses in a name, beyond spaces and controls.
 _GIT_REFUSED_IN_TAG = re.compile(r"\.\.|@\{|//|[~^:?*\[\\]|^/|/$|\.$|^@$|(^|/)\.|\.lock(/|$)")
-
-
-# Why an asset of GitHub's answer is not served, as the metrics and craft_apps_status label it.
-DROP_REASONS = (
-    "link_host",  # its link is on another host than GITHUB_WEB_URL's: that setting is likely wrong
-    "link_elsewhere",  # its link is on GitHub's host but outside the repository's release files
-    "bad_name",  # no file name, or one we would not hand to a user's file system
-    "bad_size",  # no size, or one a JSON client can't read exactly
-    "not_an_asset",  # an entry of the list that is not an object
-    "over_limit",  # past MAX_ASSETS
-)
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from craft_apps.domain import GitHubQuota
+from craft_apps.domain import GitHubQuota, PollMode
 from craft_apps.host.store import StateStore
 
 TABLE = "poller_counters"
 OUTCOMES = ("fetched", "not_modified", "failed", "rate_limited")  # a GitHub request's outcome
-MODES = ("coordinated", "standalone")
+MODES = tuple(mode.value for mode in PollMode)
 
 _CREATE = f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, value NOT NULL)"
 _ADD = (

@@ -1,4 +1,17 @@
-"""The poller: when to ask GitHub (``schedule``), one tick (``poller``), and the long-running
-process around it with its lease and signals (``process``); what an answer dropped, said once
-(``drops``). Reads GitHub, writes the host's state
-file and the fleet's Redis; never imports the HTTP side."""
+"""The poller: keeps every app's release fresh on this host, alone or with the fleet.
+
+- ``schedule``: when to ask GitHub (freshness, retries after failures, the backoff after a round).
+- ``poller``: one tick (``Poller``): what is due, the fleet's entries and claims, each answer kept
+  in memory, written to the host's state file and shared through Redis.
+- ``requests``: the refreshes asked for ahead of schedule this poller knows of, app by app.
+- ``wakeup``: the wait between ticks, looking every second whether a refresh was asked for.
+- ``drops``: what an answer dropped or said (assets, a rename, a 404), warned once and recorded.
+- ``tally``: what each tick adds to the host's counters, and what ``--once`` exits with.
+- ``loop``: the settings' parts (``build_poller_parts``) and the loop while the lease is held.
+- ``process``: the process around it (``PollerRunner``): the lease, standing by, a clean stop.
+- ``stopping``: SIGTERM and SIGINT: the first stops gracefully, a second at once.
+
+It asks its release source through ``craft_apps.source`` only (GitHub is handed in by
+``poll_craft_releases``), writes the host's state file and the fleet's Redis, and never imports
+the HTTP side.
+"""

@@ -1,11 +1,12 @@
 """The poller's loop while it holds the lease, apart from how the process is put together.
 
 ``build_poller_parts`` reads the settings and makes what a poller process polls with (the state
-file, the GitHub client, the shared store, the timing); ``PollingLoop`` runs one custody of the
-lease: load the host's state, warm start, an optional startup delay, then tick after tick with
-the lease renewed, refresh wake-ups taken, each tick tallied and the step-down rules applied.
-The process (``craft_apps.polling.process``), the benchmarks and the tests all run this loop, so
-what they measure and assert is what runs in production.
+file, the release source from the maker it is handed, the shared store, the timing);
+``PollingLoop`` runs one custody of the lease: load the host's state, warm start, an optional
+startup delay, then tick after tick with the lease renewed, refresh wake-ups taken, each tick
+tallied and the step-down rules applied. The process (``craft_apps.polling.process``), the
+benchmarks and the tests all run this loop, so what they measure and assert is what runs in
+production.
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from craft_apps.conf import app_settings
 from craft_apps.domain import LeaseTiming
 from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.fleet.store import SharedStore
-from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
+from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
+from craft_apps.source import Source
 
 logger = logging.getLogger(__name__)
 
@@ -39,20 +40,21 @@ class PollerParts:
     config: PollConfig
     timing: LeaseTiming
     host: StateStore  # opened for writing
-    github: ReleaseSource
+    github: Source
     shared: SharedStore | None  # None: polling alone
 
 
 def build_poller_parts(
     clock: Clock,
     *,
+    make_source: Callable[[Clock], Source],
     lease_timing: LeaseTiming | None = None,
     hostname: str | None = None,
-    github: ReleaseSource | None = None,
     shared: SharedStore | None = None,
 ) -> PollerParts:
-    """The settings' parts, with ``github`` and ``shared`` used instead of the settings' when
-    given. Raises ``StateUnavailable`` when the state file can't be opened for writing."""
+    """The settings' parts, the source made by ``make_source`` (``GitHubClient.from_settings``
+    in production) once the state file is open, and ``shared`` used instead of the settings'
+    when given. Raises ``StateUnavailable`` when the state file can't be opened for writing."""
     config = PollConfig(
         apps=app_settings.APPS,
         interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
@@ -62,13 +64,7 @@ def build_poller_parts(
     timing = lease_timing or app_settings.LEASE_TIMING
     host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)
     host.open_for_writing()
-    github = github or GitHubClient(
-        api_url=app_settings.GITHUB_API_URL,
-        web_url=app_settings.GITHUB_WEB_URL,
-        token=app_settings.GITHUB_TOKEN,
-        clock=clock,
-    )
-    return PollerParts(config, timing, host, github, shared or _shared_store(hostname))
+    return PollerParts(config, timing, host, make_source(clock), shared or _shared_store(hostname))
 
 
 def _shared_store(hostname: str | None) -> SharedStore | None:

@@ -28,17 +28,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Protocol
+from enum import Enum
 
 from craft_apps.clock import Clock
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
-from craft_apps.domain import AppSpec, AppState, Backoff, Release, newer_wins
+from craft_apps.domain import AppSpec, AppState, Backoff, PollMode, newer_wins
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisOperation, RedisTrouble, SharedStore
-from craft_apps.fleet.trouble import PollMode, RedisTroubleLog
-from craft_apps.github.client import Failed, Fetched, FetchOutcome, NotModified, RateLimited
-from craft_apps.github.parsing import rejudge
+from craft_apps.fleet.trouble import RedisTroubleLog
 from craft_apps.host.store import Fence, FenceRejected, StateSnapshot, StateStore, StateUnavailable
 from craft_apps.instants import format_ms
 from craft_apps.polling.drops import DropLog
@@ -51,29 +48,26 @@ from craft_apps.polling.schedule import (
     is_due,
     last_answer_ms,
 )
+from craft_apps.source import (
+    Failed,
+    Fetched,
+    FetchOutcome,
+    NotModified,
+    RateLimited,
+    ReleaseRules,
+    ReleaseSource,
+    Source,
+)
 
 logger = logging.getLogger(__name__)
 
 
-class SharedFetchWrite(Protocol):
-    """``SharedStore.write_fetched`` or ``SharedStore.write_unchanged``, unbound."""
+class Turn(Enum):
+    """What the fleet's entry and a claim say about asking GitHub for an app right now."""
 
-    def __call__(
-        self,
-        store: SharedStore,
-        /,
-        app_key: str,
-        release: Release | None,
-        etag: str | None,
-        fetched_ms: int,
-        repo: str,
-    ) -> bool: ...
-
-
-class ReleaseSource(Protocol):
-    """What the poller needs from GitHub (``craft_apps.github.GitHubClient`` in production)."""
-
-    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome: ...
+    ASK = "ask"  # claimed: this host asks
+    SKIP = "skip"  # not due, or another host claimed it
+    STOP = "stop"  # the fleet is backing off: end the round
 
 
 @dataclass(frozen=True)
@@ -102,7 +96,7 @@ class Poller:
         self,
         *,
         config: PollConfig,
-        github: ReleaseSource,
+        github: Source,
         host: StateStore,
         fence: Fence,
         clock: Clock,
@@ -110,7 +104,8 @@ class Poller:
         still_leader: Callable[[], bool] = lambda: True,
     ) -> None:
         self.config = config
-        self.github = github
+        self.github: ReleaseSource = github  # asked every round (tests wrap it to watch or delay it)
+        self.rules: ReleaseRules = github  # judges stored releases again (``_rejudged``)
         self.host = host
         self.fence = fence
         self.clock = clock
@@ -193,14 +188,14 @@ class Poller:
                 break
             if mode is PollMode.COORDINATED:
                 try:
-                    decision = self._check_shared(app.key)
+                    turn = self._check_shared(app.key)
                 except RedisTrouble as err:
                     self.redis_log.failed(err, self.clock.now_ms())
                     mode = PollMode.STANDALONE
-                    decision = "ask" if self._is_due(app.key, self.clock.now_ms()) else "skip"
-                if decision == "skip":
+                    turn = Turn.ASK if self._is_due(app.key, self.clock.now_ms()) else Turn.SKIP
+                if turn is Turn.SKIP:
                     continue
-                if decision == "stop":
+                if turn is Turn.STOP:
                     break
             if result.requests() > 0 and not self.clock.sleep(BETWEEN_REQUESTS_MS / 1000):
                 break  # asked to stop
@@ -211,7 +206,7 @@ class Poller:
                 break  # the rest of the round would be refused too
         return mode
 
-    def _check_shared(self, key: str) -> str:
+    def _check_shared(self, key: str) -> Turn:
         """Right before asking GitHub: the app's latest shared entry, then a claim."""
         assert self.shared is not None
         entries, backoff = self.shared.read([key])
@@ -220,10 +215,10 @@ class Poller:
         foreign = self._merge_entry(key, entries[0])
         self.backoff = backoff
         if backoff.is_active(now_ms):
-            return "stop"
+            return Turn.STOP
         requested = self._requested_due(key, now_ms)
         if not requested and not self._is_due(key, now_ms):
-            return "skip"
+            return Turn.SKIP
         # A claim by a host that shares another repository's fetch for this key (other APPS)
         # says nothing about ours: ask at once rather than wait out its window.
         window = 0 if foreign else REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
@@ -231,16 +226,40 @@ class Poller:
         self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
         if not claimed and requested:
             self.requests.claimed_elsewhere(key, now_ms)
-        return "ask" if claimed else "skip"
+        return Turn.ASK if claimed else Turn.SKIP
 
     def _take_outcome(
         self, app: AppSpec, outcome: FetchOutcome, mode: PollMode, report: TickReport
     ) -> PollMode:
-        result = report.round
         now_ms = self.clock.now_ms()
+        _count(report.round, outcome)
+        if isinstance(outcome, RateLimited):
+            report.round.rate_limited = True
+            report.round.retry_at_ms = outcome.retry_at_ms
+            logger.warning(
+                "GitHub rate limit reached asking about %s; retry after %s.",
+                app.repo,
+                format_ms(outcome.retry_at_ms) if outcome.retry_at_ms else "an unannounced time",
+            )
+            return mode
+        self._remember(app, outcome, now_ms)
+        self._unpublished.add(app.key)
+        self._publish()
+        if app.key not in self._unpublished:
+            _count(report.saved, outcome)
+        if mode is not PollMode.COORDINATED or self.shared is None:
+            return mode
+        try:
+            self._share(self.shared, app.key, outcome, now_ms)
+        except RedisTrouble as err:
+            self.redis_log.failed(err, now_ms)
+            return PollMode.STANDALONE
+        self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
+        return mode
+
+    def _remember(self, app: AppSpec, outcome: Fetched | NotModified | Failed, now_ms: int) -> None:
+        """Takes an answer into memory, all or nothing per app (see the module's invariants)."""
         state = self.memory[app.key]
-        share: Callable[[SharedStore], object] | None = None
-        _count(result, outcome)
         if isinstance(outcome, Fetched):
             release, etag = outcome.release, outcome.etag
             if release is None and state.latest_release is not None:  # a 404 after a release
@@ -249,51 +268,27 @@ class Poller:
                 state, latest_release=release, etag=etag, fetched_ms=now_ms, repo=app.repo
             )
             self.drops.observed(app, outcome, release, now_ms)
-            share = self._share_fetch(app.key, SharedStore.write_fetched, now_ms)
         elif isinstance(outcome, NotModified):
             self.memory[app.key] = replace(state, fetched_ms=now_ms)
             self.drops.observed(app, outcome, state.latest_release, now_ms)
-            share = self._share_fetch(app.key, SharedStore.write_unchanged, now_ms)
-        elif isinstance(outcome, RateLimited):
-            result.rate_limited = True
-            result.retry_at_ms = outcome.retry_at_ms
-            logger.warning(
-                "GitHub rate limit reached asking about %s; retry after %s.",
-                app.repo,
-                format_ms(outcome.retry_at_ms) if outcome.retry_at_ms else "an unannounced time",
-            )
-        elif isinstance(outcome, Failed):
+        else:
             failures = state.failures + 1 if state.is_failing() else 1
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
-            share = partial(SharedStore.write_failure, app_key=app.key, failed_ms=now_ms, failures=failures)
-        if isinstance(outcome, RateLimited):
-            return mode
-        self._unpublished.add(app.key)
-        self._publish()
-        if app.key not in self._unpublished:
-            _count(report.saved, outcome)
-        if share is not None and mode is PollMode.COORDINATED and self.shared is not None:
-            try:
-                share(self.shared)
-            except RedisTrouble as err:
-                self.redis_log.failed(err, now_ms)
-                return PollMode.STANDALONE
-            self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
-        return mode
 
-    def _share_fetch(self, key: str, write: SharedFetchWrite, now_ms: int) -> Callable[[SharedStore], object]:
-        """How a 200 or a 304 is shared: with what this host holds now, the store deciding how
-        much of it to write (after a 304, the whole entry only when Redis has none it can read)."""
+    def _share(
+        self, shared: SharedStore, key: str, outcome: Fetched | NotModified | Failed, now_ms: int
+    ) -> None:
+        """Shares an answer just taken into memory with the fleet. A 200 or a 304 goes with what
+        this host holds now, the store deciding how much of it to write (after a 304, the whole
+        entry only when Redis has none it can read); a failure with its count in a row."""
         kept = self.memory[key]
-        return partial(
-            write,
-            app_key=key,
-            release=kept.latest_release,
-            etag=kept.etag,
-            fetched_ms=now_ms,
-            repo=self._repos[key],
-        )
+        if isinstance(outcome, Fetched):
+            shared.write_fetched(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
+        elif isinstance(outcome, NotModified):
+            shared.write_unchanged(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
+        else:
+            shared.write_failure(key, failed_ms=now_ms, failures=kept.failures)
 
     def _update_backoff(self, result: RoundResult, mode: PollMode) -> None:
         previous = self.backoff
@@ -406,13 +401,15 @@ class Poller:
         )
 
     def _rejudged(self, key: str, state: AppState) -> AppState:
-        """``state`` whose release passes today's rules (``github.parsing.rejudge``); one they
+        """``state`` whose release passes today's rules (the source's ``rejudge``); one they
         refuse whole is served as none and asked about again without an ETag. A state that
         changed is marked to be written back, so the endpoint serves it too."""
         release = state.latest_release
         if release is None:
             return state
-        judged = rejudge(release, self.drops.moved_to(key) or self._repos[key], self.config.web_url)
+        judged = self.rules.rejudge(
+            release, self.drops.moved_to(key) or self._repos[key], self.config.web_url
+        )
         if judged == release:
             return state
         logger.warning("Craft app releases: %s's stored release broke a rule and was mended.", key)

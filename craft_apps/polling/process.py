@@ -12,10 +12,8 @@ expires the lease in place so a standby takes over within seconds.
 from __future__ import annotations
 
 import logging
-import os
-import secrets
-import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import close_old_connections
@@ -26,12 +24,13 @@ from craft_apps.domain import LeaseTiming
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.due import HostDueMarks
-from craft_apps.host.lease import Lease, LeaseKeeper
+from craft_apps.host.lease import Lease, LeaseKeeper, make_holder
 from craft_apps.host.store import StateUnavailable
 from craft_apps.polling.loop import PollerParts, PollingLoop, build_poller_parts
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource, TickReport
+from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.tally import EXIT_STALE, Tally, once_trouble
 from craft_apps.polling.wakeup import WakeUps
+from craft_apps.source import Source
 
 logger = logging.getLogger(__name__)
 
@@ -56,15 +55,15 @@ class PollerRunner:
     def __init__(
         self,
         *,
+        make_source: Callable[[Clock], Source],
         clock: Clock | None = None,
-        github: ReleaseSource | None = None,
         shared: SharedStore | None = None,
         options: RunnerOptions | None = None,
     ) -> None:
         self.stop = threading.Event()
         self.clock: Clock = clock or SystemClock(self.stop)
         self.options = options or RunnerOptions()
-        self._github = github
+        self._make_source = make_source  # GitHubClient.from_settings in production
         self._shared = shared
         self.lease: Lease | None = None
         self.poller: Poller | None = None
@@ -76,9 +75,9 @@ class PollerRunner:
         try:
             parts = build_poller_parts(
                 self.clock,
+                make_source=self._make_source,
                 lease_timing=self.options.lease_timing,
                 hostname=self.options.hostname,
-                github=self._github,
                 shared=self._shared,
             )
         except StateUnavailable as err:
@@ -94,8 +93,7 @@ class PollerRunner:
             "yes" if shared is not None else "no",
             host.path,
         )
-        holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-        self.lease = Lease(host, holder=holder, clock=self.clock, timing=parts.timing)
+        self.lease = Lease(host, holder=make_holder(), clock=self.clock, timing=parts.timing)
         self.tally = Tally(host, self.clock)
         try:
             at_start = True
@@ -115,8 +113,8 @@ class PollerRunner:
                 self.note_stop()
             finally:
                 self.lease.release()
-            close = getattr(github, "close", None)
-            if self._github is None and callable(close):
+            close = getattr(github, "close", None)  # the source is this runner's: made by it
+            if callable(close):
                 close()
 
     def _acquire(self, at_start: bool) -> bool:

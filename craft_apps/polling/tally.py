@@ -13,8 +13,7 @@ import logging
 from collections.abc import Mapping
 
 from craft_apps.clock import Clock
-from craft_apps.domain import AppState, Backoff, GitHubQuota
-from craft_apps.fleet.trouble import PollMode
+from craft_apps.domain import AppState, Backoff, GitHubQuota, PollMode
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.instants import format_duration, format_ms

@@ -62,3 +62,19 @@ def test_redis_trouble_is_one_line_without_credentials(fresh_redis_server: Redis
         with pytest.raises(RedisTrouble) as caught:
             call()
         assert "\n" not in str(caught.value) and "pw-123" not in str(caught.value)
+
+
+def test_bytes_a_decoding_client_cant_read_are_redis_trouble_too(redis_server: RedisServer, redis_client):
+    # The one rule of fleet.store.redis_trouble: a client that decodes answers meeting bytes that
+    # aren't UTF-8 is trouble with Redis, as for the shared store, not an error out of the poller.
+    redis_client.set("craftApps:releases:due:seq", b"\xff\xfe")
+    redis_client.hset("craftApps:releases:due", b"\xff", b"\xfe")
+    decoding = redis_server.client(decode_responses=True)
+    try:
+        due = SharedDueMarks(decoding)
+        for call in (due.seq, due.marks):
+            with pytest.raises(RedisTrouble) as caught:
+                call()
+            assert "UnicodeDecodeError" in str(caught.value) or "utf-8" in str(caught.value).lower()
+    finally:
+        decoding.close()

@@ -21,13 +21,13 @@ from redis.retry import Retry
 
 from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppSpec
+from craft_apps.domain import AppSpec, PollMode
 from craft_apps.fleet.store import SharedStore
-from craft_apps.fleet.trouble import PollMode
-from craft_apps.github.client import FetchOutcome, GitHubClient
+from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
-from craft_apps.polling.poller import PollConfig, Poller, ReleaseSource
+from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.source import FetchOutcome, ReleaseSource, Source
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
@@ -58,7 +58,7 @@ class Host:
         github: FakeGitHub,
         client: redis.Redis | None,
         apps: tuple[AppSpec, ...] = APPS,
-        source: ReleaseSource | None = None,
+        source: Source | None = None,
         interval_s: int = 1800,
     ) -> None:
         self.name = name
@@ -329,16 +329,21 @@ def test_with_coordination_off_redis_is_never_touched(
             "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 3, "SOCKET_TIMEOUT": 5},
         },
     }
+
+    def poll_once() -> int:
+        options = RunnerOptions(once=True, keep_lease_in_background=False)
+        return PollerRunner(make_source=GitHubClient.from_settings, options=options).run()
+
     apps = ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS)
     base = {"STATE_DIR": str(tmp_path / "state"), "GITHUB_API_URL": github.url, "APPS": apps}
     before = redis_client.info("stats")["total_commands_processed"]
     settings.CRAFT_APPS = {**base, "COORDINATION_ENABLED": False}
-    assert PollerRunner(options=RunnerOptions(once=True, keep_lease_in_background=False)).run() == 0
+    assert poll_once() == 0
     after = redis_client.info("stats")["total_commands_processed"]
     assert after - before == 1, "only this test's own INFO"
     assert len(github.requests) == 2
     settings.CRAFT_APPS = {**base, "STATE_DIR": str(tmp_path / "other")}
-    assert PollerRunner(options=RunnerOptions(once=True, keep_lease_in_background=False)).run() == 0
+    assert poll_once() == 0
     assert redis_client.exists("craftApps:releases:app:photocraft"), "with coordination on, it is used"
 
 

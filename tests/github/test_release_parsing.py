@@ -12,7 +12,6 @@ from craft_apps.codec import decode_release, encode_release
 from craft_apps.compat import UTC
 from craft_apps.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppPackageType, Release
 from craft_apps.github.parsing import (
-    MAX_ASSETS,
     MAX_NOTES_BYTES,
     MAX_TAG_BYTES,
     ReleaseRejected,
@@ -20,6 +19,7 @@ from craft_apps.github.parsing import (
     parse_release,
     read_release,
 )
+from craft_apps.source import MAX_ASSETS
 
 from .support import HASH, REPO, WEB_URL, github_asset, github_release
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from craft_apps.github.client import GitHubClient
 from craft_apps.host.counters import read_counters
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateStore
@@ -41,7 +42,9 @@ def site(settings, github: FakeGitHub, state_dir: Path) -> Path:
 
 def run_once(at_ms: int = START_MS) -> int:
     runner = PollerRunner(
-        clock=FakeClock(at_ms), options=RunnerOptions(once=True, keep_lease_in_background=False)
+        make_source=GitHubClient.from_settings,
+        clock=FakeClock(at_ms),
+        options=RunnerOptions(once=True, keep_lease_in_background=False),
     )
     return runner.run()
 

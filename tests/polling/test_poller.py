@@ -14,8 +14,7 @@ import responses
 from responses import matchers
 
 from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec, AppState, Backoff
-from craft_apps.fleet.trouble import PollMode
+from craft_apps.domain import AppSpec, AppState, Backoff, PollMode
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from craft_apps import __version__
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings, describe
+from craft_apps.github.client import GitHubClient
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 from craft_apps.polling.stopping import StopOnSignals
 from craft_apps.polling.tally import EXIT_STALE
@@ -46,8 +47,9 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         _configure_logging(int(options.get("verbosity", 1)))
-        errors = [problem for problem in configuration_problems() if problem.is_error]
-        for problem in configuration_problems():
+        problems = configuration_problems()  # once: it probes the state directory
+        errors = [problem for problem in problems if problem.is_error]
+        for problem in problems:
             if not problem.is_error:
                 logger.warning("%s %s %s", problem.id, problem.msg, problem.hint)
         if errors:
@@ -56,7 +58,8 @@ class Command(BaseCommand):
             logger.info("Craft app release polling is disabled (%s); exiting.", describe("POLLING_ENABLED"))
             return
         runner = PollerRunner(
-            options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"])
+            make_source=GitHubClient.from_settings,
+            options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"]),
         )
         with StopOnSignals(runner):
             status = runner.run()

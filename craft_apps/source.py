@@ -1,0 +1,84 @@
+"""What the poller needs from where releases come from, and the answers it gets back.
+
+The poller (``craft_apps.polling``) is written against this module only; GitHub
+(``craft_apps.github``) implements it, and is the only source today. ``ReleaseSource`` asks for
+one repository's latest release and never raises: every answer is one of the outcomes below.
+``ReleaseRules`` judges a stored release again by the rules a fresh answer passes (a state file
+written before an upgrade, or a fleet entry from a host that doesn't apply a rule). ``Source``
+is both, which is what a poller process is built with. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from craft_apps.domain import Release
+
+# A release holds at most 1,000 assets (GitHub's own limit, GitHub Docs "About releases"); an
+# answer listing more is served with its first 1,000 and the rest dropped as ``over_limit``.
+MAX_ASSETS = 1000
+
+# Why an asset of an answer is not served (``Fetched.dropped``), as the metrics and
+# craft_apps_status label it.
+DROP_REASONS = (
+    "link_host",  # its link is on another host than GITHUB_WEB_URL's: that setting is likely wrong
+    "link_elsewhere",  # its link is on GitHub's host but outside the repository's release files
+    "bad_name",  # no file name, or one we would not hand to a user's file system
+    "bad_size",  # no size, or one a JSON client can't read exactly
+    "not_an_asset",  # an entry of the list that is not an object
+    "over_limit",  # past MAX_ASSETS
+)
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The latest release; ``release`` is None when the source has none (GitHub's 404: no
+    published release, or no such repository). ``moved_to``: the source answered for this
+    repository instead (a rename). ``dropped``: the assets of the answer not served, by reason
+    (``DROP_REASONS``)."""
+
+    release: Release | None
+    etag: str | None
+    moved_to: str | None = None
+    dropped: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class NotModified:
+    """The ``ETag`` sent still matches: what the caller has is current. Only ever the answer to a
+    request that sent one; a 304 to a request without it is ``Failed``."""
+
+
+@dataclass(frozen=True)
+class RateLimited:
+    """The source refused for quota; no request should be made before ``retry_at_ms`` if known."""
+
+    retry_at_ms: int | None
+
+
+@dataclass(frozen=True)
+class Failed:
+    """Nothing usable came back; ``reason`` is one line, safe to log."""
+
+    reason: str
+
+
+FetchOutcome = Fetched | NotModified | RateLimited | Failed
+
+
+class ReleaseSource(Protocol):
+    """Asks for a repository's latest release, revalidating ``etag`` when given; never raises."""
+
+    def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome: ...
+
+
+class ReleaseRules(Protocol):
+    """Judges a stored release of ``repo`` again as if the source had just sent it: what today's
+    rules wouldn't serve is dropped or rebuilt, and a release they refuse whole is None."""
+
+    def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None: ...
+
+
+class Source(ReleaseSource, ReleaseRules, Protocol):
+    """A source and the rules its releases are judged by (``craft_apps.github.GitHubClient``)."""
