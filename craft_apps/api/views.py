@@ -29,7 +29,7 @@ from craft_apps.api.answer import RECHECK_S, build_release_info
 from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
 from craft_apps.api.metrics import count_answer
 from craft_apps.api.negotiation import IDENTITY, choose_encoding
-from craft_apps.api.representation import EncodedAnswer, Refiner, represent
+from craft_apps.api.representation import EncodedAnswer, Refiner, represent, signed_form
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.api.validators import not_modified
 from craft_apps.conf import app_settings
@@ -194,10 +194,11 @@ class ReleaseInfoView(APIView):
         return count_answer(response)
 
 
-def respond(request: HttpRequest) -> HttpResponse:
+def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpResponse:
     answer = answers.answer()
+    signed = signed_form(answer, now())  # its ETag and signature (none without a key)
     response: HttpResponse
-    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), answer.etag):
+    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), signed.etag):
         # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a
         # 304, but clients with an older HTTP parser (wrk's, for one) then wait for that body.
         response = HttpResponseNotModified()
@@ -209,7 +210,9 @@ def respond(request: HttpRequest) -> HttpResponse:
         if coding != IDENTITY:
             # Also keeps the site's GZipMiddleware, if any, from compressing it again.
             response["Content-Encoding"] = coding
-    response["ETag"] = answer.etag
+        for name, value in signed.headers:
+            response[name] = value
+    response["ETag"] = signed.etag
     response["Cache-Control"] = answer.cache_control
     response["Vary"] = VARY
     return response
