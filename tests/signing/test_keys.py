@@ -21,8 +21,8 @@ from tests.signing.vectors import KEY_A, KEY_B
 SEED_A = bytes(range(32))
 
 
-def pem(private: object) -> str:
-    return private.private_bytes(  # type: ignore[attr-defined]
+def pem(private: ec.EllipticCurvePrivateKey | ed448.Ed448PrivateKey | ed25519.Ed25519PrivateKey) -> str:
+    return private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     ).decode()
 
@@ -39,7 +39,9 @@ def test_every_form_of_a_key_reads_as_the_same_key():
     ]
     assert {signing.parse_private_key(form).key_id for form in forms} == {KEY_A.key_id}
     assert signing.parse_public_key(signing.public_key_text(KEY_A.public)) == KEY_A.public
-    spki = KEY_A.public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    spki = KEY_A.public.public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
     assert signing.parse_public_key(spki.decode()) == KEY_A.public
     assert repr(KEY_A) == f"SigningKey(key_id='{KEY_A.key_id}')"  # no private key in a repr
 
@@ -125,7 +127,11 @@ def test_generate_prints_a_new_key_once_to_stdout_only(tmp_path: Path, monkeypat
 
 def test_show_prints_the_public_keys_and_ids_never_the_private_ones(settings, state_dir: Path):
     private_a, private_b = signing.private_key_text(KEY_A), signing.private_key_text(KEY_B)
-    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "SIGNING_KEY": private_b, "SIGNING_KEY_PREVIOUS": private_a}
+    settings.CRAFT_APPS = {
+        "STATE_DIR": str(state_dir),
+        "SIGNING_KEY": private_b,
+        "SIGNING_KEY_PREVIOUS": private_a,
+    }
     out = io.StringIO()
     call_command("craft_apps_keys", "show", stdout=out)
     text = out.getvalue()

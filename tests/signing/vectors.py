@@ -94,7 +94,8 @@ def render_vector(vector: Vector) -> str:
 
 def render() -> str:
     """The vectors as docs/signed-feed.md shows them (each a ```text block)."""
-    blocks = [render_keys(), "body:\n" + BODY.decode(), "tampered body:\n" + TAMPERED.decode(), render_message()]
+    blocks = [render_keys(), "body:\n" + BODY.decode(), "tampered body:\n" + TAMPERED.decode()]
+    blocks.append(render_message())
     blocks += [render_vector(vector) for vector in VECTORS]
     return "\n\n".join(f"```text\n{block}\n```" for block in blocks)
 
