@@ -37,7 +37,6 @@ import brotli
 from craft_apps import signing
 from craft_apps.api.negotiation import BROTLI, GZIP
 from craft_apps.api.validators import folded_etag, weak_etag
-from craft_apps.conf import app_settings
 from craft_apps.domain import ReleaseInfo
 
 logger = logging.getLogger(__name__)
@@ -127,9 +126,9 @@ def represent(data: Mapping[str, Any], cache_control: str, release_info: Release
     )
 
 
-def signed_form(answer: EncodedAnswer, now_s: float) -> SignedForm:
-    """The ETag and headers to send ``answer`` with at ``now_s`` (Unix seconds)."""
-    config = app_settings.SIGNING
+def signed_form(answer: EncodedAnswer, config: signing.SigningConfig | None, now_s: float) -> SignedForm:
+    """The ETag and headers to send ``answer`` with at ``now_s`` (Unix seconds), signed by
+    ``config``'s keys (``app_settings.SIGNING``, which the caller reads with the other settings)."""
     if config is None:
         return SignedForm(answer.etag)
     start = signing.period_start(now_s, config.window_s)

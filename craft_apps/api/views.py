@@ -37,6 +37,7 @@ from craft_apps.domain import AppSpec, AppState, ReleaseInfo
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.notices import feed as notices_feed
 from craft_apps.notices.items import NO_NOTICES, Notices
+from craft_apps.signing import SigningConfig
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class AnswerCache:
         self._failure: str | None = None
         # What was served last, and until when it stands without a look.
         self._served: tuple[EncodedAnswer, float] | None = None
+        self.signing: SigningConfig | None = None  # the keys that sign what was served
 
     def answer(self) -> EncodedAnswer:
         now = self._monotonic()
@@ -82,6 +84,7 @@ class AnswerCache:
         if served is not None and now < served[1]:
             return served[0]
         answer = self._look(app_settings.STATE_DIR, app_settings.APPS)
+        self.signing = app_settings.SIGNING  # read with the others, at most every recheck_s
         # Counted from the end of the look: a slow look must not make the next request look too.
         self._served = (answer, self._monotonic() + self.recheck_s)
         return answer
@@ -196,7 +199,7 @@ class ReleaseInfoView(APIView):
 
 def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpResponse:
     answer = answers.answer()
-    signed = signed_form(answer, now())  # its ETag and signature (none without a key)
+    signed = signed_form(answer, answers.signing, now())  # its ETag and signature (none without a key)
     response: HttpResponse
     if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), signed.etag):
         # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a

@@ -2,7 +2,7 @@
 
 ``generate`` makes a new Ed25519 key pair and prints the private key once, to standard output
 only (nothing is written to disk or logged), with its public key and id: the private key goes
-into ``CRAFT_APPS_SIGNING_KEY`` (or ``SIGNING_KEY_PREVIOUS`` while rotating), the public key into
+into the ``SIGNING_KEY`` setting (or ``SIGNING_KEY_PREVIOUS`` while rotating), the public key into
 the launchers. ``show`` prints the public key and id of each configured key, never the private
 one; it exits 1 when a configured key can't be used (the check's message says why).
 """
