@@ -11,7 +11,9 @@ message and the hint. Ids: ``E001`` a value of the wrong type or form (the defau
 Redis alias sharing its URL (and pool); ``W007`` ``GITHUB_API_URL`` and ``GITHUB_WEB_URL``
 of two different GitHubs (one changed, the other left at github.com's); ``W131`` a short
 ``METRICS_TOKEN``; ``W132`` an unusable ``PROMETHEUS_MULTIPROC_DIR``; ``E121`` webhook secrets
-that are not text (their value never shown).
+that are not text (their value never shown); ``E141`` a signing key that can't be read, ``E142``
+one that is not Ed25519 (neither value shown); ``W141`` a signature validity window shorter than
+the polling interval (raised to it).
 """
 
 from __future__ import annotations
@@ -71,6 +73,18 @@ CHECKS: dict[str, Check] = {
         "{source} is a {type}, not {expected} (its value is not shown); the webhook is off.",
         "Set {setting} to the webhook's secret, several separated by commas while rotating.",
     ),
+    "signing_key_malformed": Check(
+        "craft_apps.E141",
+        "{setting} is not a usable Ed25519 private key: {reason} (its value is not shown); it signs nothing.",
+        "Set it to a key printed by 'python manage.py craft_apps_keys generate', "
+        "or to an unencrypted PKCS#8 PEM of an Ed25519 key.",
+    ),
+    "signing_key_not_ed25519": Check(
+        "craft_apps.E142",
+        "{setting} is {reason} (its value is not shown); it signs nothing.",
+        "Launchers verify Ed25519 only: make a key with 'python manage.py craft_apps_keys generate' "
+        "(or 'openssl genpkey -algorithm ed25519').",
+    ),
     "lease_timing": Check(
         "craft_apps.E001",
         "{ttl_setting} and {retry_setting}: {reason}; using the defaults.",
@@ -110,6 +124,12 @@ CHECKS: dict[str, Check] = {
         "craft_apps.W003",
         "{setting} is {value}, below the polling interval; using the interval, {minimum}.",
         "Set it to at least the polling interval ({minimum}).",
+    ),
+    "below_minimum:SIGNING_VALIDITY_SECS": Check(
+        "craft_apps.W141",
+        "{setting} is {value}, shorter than the polling interval; using the interval, {minimum}.",
+        "Set it to at least the polling interval ({minimum}); the default, 259200 (3 days), "
+        "also outlasts a CDN's day of stale-if-error.",
     ),
     "unknown_keys": Check(
         "craft_apps.W004",

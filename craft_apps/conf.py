@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 
 from craft_apps.domain import AppSpec, LeaseTiming
+from craft_apps.signing import DEFAULT_VALIDITY_SECS, SigningConfig, SigningKey, parse_private_key
 
 T = TypeVar("T")
 
@@ -138,6 +139,13 @@ def parse_secret_list(value: object) -> tuple[str, ...] | None:
         raise TypeError("a list holding something other than strings")
     secrets = tuple(part.strip() for part in parts if isinstance(part, str) and part.strip())
     return secrets or None
+
+
+def _parse_signing_key(value: object) -> SigningKey | None:
+    """An Ed25519 private key (``signing.parse_private_key``); blank means none."""
+    if isinstance(value, str) and not value.strip():
+        return None
+    return parse_private_key(value)
 
 
 def _parse_apps(value: object) -> object:
@@ -325,6 +333,36 @@ SETTINGS: tuple[Setting, ...] = (
         _const(None),
         secret=True,
     ),
+    Setting(
+        "SIGNING_KEY",
+        "CRAFT_APPS_SIGNING_KEY",
+        "str: an Ed25519 private key, base64 (`craft_apps_keys generate`) or PKCS#8 PEM",
+        "none: answers are not signed ([signed feed](signed-feed.md))",
+        _parse_signing_key,
+        "an Ed25519 private key",
+        _const(None),
+        secret=True,
+    ),
+    Setting(
+        "SIGNING_KEY_PREVIOUS",
+        "CRAFT_APPS_SIGNING_KEY_PREVIOUS",
+        "str, as `SIGNING_KEY`",
+        "none: while rotating, the key being retired, which signs too",
+        _parse_signing_key,
+        "an Ed25519 private key",
+        _const(None),
+        secret=True,
+    ),
+    Setting(
+        "SIGNING_VALIDITY_SECS",
+        "CRAFT_APPS_SIGNING_VALIDITY_SECS",
+        "int",
+        f"`{DEFAULT_VALIDITY_SECS}` (3 days), never below the polling interval",
+        _parse_int,
+        "a whole number of seconds",
+        _const(DEFAULT_VALIDITY_SECS),
+        lambda: _poll_interval(),
+    ),
 )
 BY_KEY: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
 ENV_VARS: dict[str, str] = {setting.key: setting.env for setting in SETTINGS}
@@ -360,11 +398,14 @@ def resolve(key: str) -> Resolved[Any]:
             parsed = setting.parse(value)
             if parsed is not None:  # None: blank, which means the default
                 resolved.value = parsed
-        except (TypeError, ValueError):
+        except (TypeError, ValueError) as err:
             details: dict[str, Any] = {"key": key, "source": source}
             if setting.secret:
                 details["type"] = type(value).__name__
-                resolved.problems.append(Problem("invalid_secret", details))
+                # A key names what is wrong with it (``signing.UnusableKey``), never its text.
+                problem = getattr(err, "problem", "invalid_secret")
+                details["reason"] = str(err) if problem != "invalid_secret" else ""
+                resolved.problems.append(Problem(problem, details))
             else:
                 details.update(value=value, default=default)
                 resolved.problems.append(Problem("invalid_value", details))
@@ -529,6 +570,36 @@ class CraftAppsSettings:
     def LEASE_TIMING(self) -> LeaseTiming:
         return self.lease_timing_resolved().value
 
+    _SIGNING_INPUTS = (
+        "SIGNING_KEY",
+        "SIGNING_KEY_PREVIOUS",
+        "SIGNING_VALIDITY_SECS",
+        "POLL_INTERVAL_SECS",  # the window's minimum
+        "GITHUB_TOKEN",  # the interval's default and minimum
+    )
+
+    def signing_resolved(self) -> Resolved[SigningConfig | None]:
+        """The keys that sign (``SIGNING_KEY`` first, then ``SIGNING_KEY_PREVIOUS``, one of a
+        key given twice) and the window; None when no usable key is set. The endpoint reads it on
+        every request: parsed again only when a raw input differs (kept in memory only)."""
+        inputs = tuple(_raw(key) for key in self._SIGNING_INPUTS)
+        return self._memoized("SIGNING", inputs, self._resolve_signing)
+
+    def _resolve_signing(self) -> Resolved[SigningConfig | None]:
+        current, previous = resolve("SIGNING_KEY"), resolve("SIGNING_KEY_PREVIOUS")
+        window = resolve("SIGNING_VALIDITY_SECS")
+        problems = current.problems + previous.problems + window.problems
+        keys: dict[str, SigningKey] = {}
+        for key in (current.value, previous.value):
+            if key is not None:
+                keys.setdefault(key.key_id, key)
+        config = SigningConfig(tuple(keys.values()), window.value) if keys else None
+        return Resolved(config, problems)
+
+    @property
+    def SIGNING(self) -> SigningConfig | None:
+        return self.signing_resolved().value
+
     def problems(self) -> list[Problem]:
         """Every setting's problems, in the table's order (each reported once)."""
         found: list[Problem] = []
@@ -539,6 +610,10 @@ class CraftAppsSettings:
                 continue  # reported with LEASE_TTL_SECS, as one timing
             elif setting.key == "LEASE_TTL_SECS":
                 found.extend(self.lease_timing_resolved().problems)
+            elif setting.key in ("SIGNING_KEY_PREVIOUS", "SIGNING_VALIDITY_SECS"):
+                continue  # reported with SIGNING_KEY, as one configuration
+            elif setting.key == "SIGNING_KEY":
+                found.extend(self.signing_resolved().problems)
             else:
                 found.extend(resolve(setting.key).problems)
         unknown = self.unknown_keys()

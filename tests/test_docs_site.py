@@ -28,6 +28,7 @@ PAGES = (
     "installation",
     "settings",
     "endpoint",
+    "signed-feed",
     "renames-and-notices",
     "downloads",
     "poller",

@@ -22,6 +22,7 @@ from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.notices.items import NO_NOTICES, Notices
+from craft_apps.signing import SigningConfig
 
 # The endpoint's own logger name, which a site's LOGGING may route: these lines were logged
 # from ``views`` before the cache had a module of its own.
@@ -64,6 +65,7 @@ class AnswerCache:
         self._failure: str | None = None
         # What was served last, and until when it stands without a look.
         self._served: tuple[EncodedAnswer, float] | None = None
+        self.signing: SigningConfig | None = None  # the keys that sign what was served
 
     def answer(self) -> EncodedAnswer:
         now = self._monotonic()
@@ -71,6 +73,7 @@ class AnswerCache:
         if served is not None and now < served[1]:
             return served[0]
         answer = self._look(app_settings.STATE_DIR, app_settings.APPS)
+        self.signing = app_settings.SIGNING  # read with the others, at most every recheck_s
         # Counted from the end of the look: a slow look must not make the next request look too.
         self._served = (answer, self._monotonic() + self.recheck_s)
         return answer

@@ -15,6 +15,10 @@ state version and kept, so a request only picks bytes.
   brotli or gzip.
 - Every form is deterministic (gzip's header carries no time), so every worker and every host
   sends the same bytes for the same state.
+- ``signed_form`` adds the Ed25519 signature (``craft_apps.signing``) when a signing key is
+  set: made once per answer (state version and variant), signing period and keys, and kept on
+  the answer, so the requests of a period only pick it; a 304 needs none. Without a key it is
+  the answer's own ETag and no header: byte for byte what is sent unsigned.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import brotli
 
+from craft_apps import signing
 from craft_apps.api.negotiation import BROTLI, GZIP
-from craft_apps.api.validators import weak_etag
+from craft_apps.api.validators import folded_etag, weak_etag
 from craft_apps.domain import ReleaseInfo
 
 logger = logging.getLogger(__name__)
@@ -40,6 +45,50 @@ GZIP_LEVEL = 9
 BROTLI_FAST_QUALITY = 5  # on the request path
 BROTLI_BEST_QUALITY = 11  # off it, by the Refiner
 REFINE_AFTER_S = 1.0  # how long a version must stay current to be refined
+
+
+MakeHeaders = Callable[[], tuple[tuple[str, str], ...]]
+
+
+class SignedForm:
+    """What a request adds to an answer's bytes: its ETag, and the signature's header, made on
+    the first 200 that needs it (a 304 only needs the ETag, which costs no signature)."""
+
+    def __init__(self, etag: str, made_for: object = None, make: MakeHeaders | None = None) -> None:
+        self.etag = etag
+        self.made_for = made_for  # (period start, signing config's fingerprint); None: unsigned
+        self._make = make
+        self._headers: tuple[tuple[str, str], ...] | None = None if make else ()
+        self._lock = threading.Lock()
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        headers = self._headers
+        if headers is None:
+            with self._lock:  # one signature per period, whatever the number of threads
+                if self._headers is None and self._make is not None:
+                    self._headers = self._make()
+                headers = self._headers or ()
+        return headers
+
+
+class SignatureSlot:
+    """An answer's signed form for the current period: one per answer, shared by its refined
+    copies (the body is the same), replaced when the period or the keys change."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.form: SignedForm | None = None
+
+    def get(self, made_for: object, make: Callable[[], SignedForm]) -> SignedForm:
+        form = self.form
+        if form is not None and form.made_for == made_for:
+            return form
+        with self._lock:
+            form = self.form
+            if form is None or form.made_for != made_for:
+                form = self.form = make()
+            return form
 
 
 @dataclass(frozen=True)
@@ -51,6 +100,8 @@ class EncodedAnswer:
     gzip: bytes = b""
     br: bytes = b""
     refined: bool = False  # whether ``br`` is at its best quality
+    variant: str = ""  # which variant of the answer it is (signed over); "" the default one
+    signature: SignatureSlot = field(default_factory=SignatureSlot, compare=False, repr=False)
 
     def content(self, coding: str) -> bytes:
         """The bytes to send in ``coding`` (``identity`` or one ``negotiation`` picked)."""
@@ -73,6 +124,25 @@ def represent(data: Mapping[str, Any], cache_control: str, release_info: Release
         br=_brotli(body, BROTLI_FAST_QUALITY),
         release_info=release_info,
     )
+
+
+def signed_form(answer: EncodedAnswer, config: signing.SigningConfig | None, now_s: float) -> SignedForm:
+    """The ETag and headers to send ``answer`` with at ``now_s`` (Unix seconds), signed by
+    ``config``'s keys (``app_settings.SIGNING``, which the caller reads with the other settings)."""
+    if config is None:
+        return SignedForm(answer.etag)
+    start = signing.period_start(now_s, config.window_s)
+    made_for = (start, config.fingerprint)
+    return answer.signature.get(made_for, lambda: _signed(answer, config, start, made_for))
+
+
+def _signed(answer: EncodedAnswer, config: signing.SigningConfig, start: int, made_for: object) -> SignedForm:
+    etag = folded_etag(answer.etag, "signed", start, config.window_s, *config.fingerprint[1])
+
+    def make() -> tuple[tuple[str, str], ...]:
+        return ((signing.HEADER, signing.sign(config, answer.body, start, answer.variant)),)
+
+    return SignedForm(etag, made_for, make)
 
 
 def refine(answer: EncodedAnswer) -> EncodedAnswer:

@@ -13,6 +13,9 @@ Pure functions; the rules:
   no per-process or per-host input: every worker and every host holding the same releases gives
   the same one. 96 bits of SHA-256 in base64url: 16 characters, short on the wire, and a
   collision between two states of one site is out of reach.
+- **Signed answers.** With a signing key set, the tag also covers the signature's period and
+  key ids (``folded_etag``): a new period (a third of the validity window) sends every launcher
+  a fresh signature, and hosts in the same period still agree. Without a key it is the tag above.
 - **If-None-Match** (§13.1.2) is ``*`` or a comma-separated list of entity tags. ``*`` matches
   (the answer always exists); otherwise any tag that matches the current one by weak comparison
   (the opaque tags are equal, ``W/`` or not) makes the request's condition false, and a ``GET``
@@ -67,6 +70,16 @@ def weak_etag(data: Mapping[str, Any]) -> str:
         without_fetch_times(data), ensure_ascii=False, sort_keys=True, separators=(",", ":")
     ).encode("utf-8")
     digest = hashlib.sha256(canonical).digest()[:_ETAG_DIGEST_BYTES]
+    return 'W/"' + base64.urlsafe_b64encode(digest).decode("ascii") + '"'
+
+
+def folded_etag(etag: str, *parts: object) -> str:
+    """A weak ETag for ``etag``'s answer sent with what ``parts`` name (the signature's period
+    and keys): it changes when any of them does, so a cache or launcher revalidating gets a 200
+    with the new headers, never a 304 that keeps the old ones. The same inputs give the same
+    tag on every host."""
+    text = "\n".join([opaque_tag(etag), *(str(part) for part in parts)])
+    digest = hashlib.sha256(text.encode("utf-8")).digest()[:_ETAG_DIGEST_BYTES]
     return 'W/"' + base64.urlsafe_b64encode(digest).decode("ascii") + '"'
 
 

@@ -13,6 +13,8 @@ The answer comes from the process's runtime (``runtime().answers``, an ``answer_
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
@@ -21,6 +23,7 @@ from rest_framework.views import APIView
 
 from craft_apps.api.metrics import count_answer
 from craft_apps.api.negotiation import IDENTITY, choose_encoding
+from craft_apps.api.representation import signed_form
 from craft_apps.api.runtime import runtime
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.api.validators import not_modified
@@ -55,10 +58,12 @@ class ReleaseInfoView(APIView):
         return count_answer(response)
 
 
-def respond(request: HttpRequest) -> HttpResponse:
-    answer = runtime().answers.answer()
+def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpResponse:
+    answers = runtime().answers
+    answer = answers.answer()
+    signed = signed_form(answer, answers.signing, now())  # its ETag and signature (none without a key)
     response: HttpResponse
-    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), answer.etag):
+    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), signed.etag):
         # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a
         # 304, but clients with an older HTTP parser (wrk's, for one) then wait for that body.
         response = HttpResponseNotModified()
@@ -70,7 +75,9 @@ def respond(request: HttpRequest) -> HttpResponse:
         if coding != IDENTITY:
             # Also keeps the site's GZipMiddleware, if any, from compressing it again.
             response["Content-Encoding"] = coding
-    response["ETag"] = answer.etag
+        for name, value in signed.headers:
+            response[name] = value
+    response["ETag"] = signed.etag
     response["Cache-Control"] = answer.cache_control
     response["Vary"] = VARY
     return response

@@ -1,0 +1,79 @@
+"""``python manage.py craft_apps_verify URL --public-key KEY [--public-key KEY]``: what a
+launcher decides about an answer.
+
+Fetches ``URL`` (``Accept-Encoding: br, gzip``), decodes the body as the transport coded it,
+and applies ``craft_apps.signing.verify`` with the pinned public keys: prints the verdict and
+exits 0 when the answer is accepted, 1 with the reason when it is refused (no signature, an
+unknown key, a bad signature, expired, a rollback against ``--last-accepted``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+from typing import Any
+
+import brotli
+import requests
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from craft_apps import signing
+
+
+def decode(body: bytes, coding: str) -> bytes:
+    """``body`` without its content coding (``br``, ``gzip`` or none); ``ValueError`` else."""
+    coding = coding.strip().lower()
+    if coding in ("", "identity"):
+        return body
+    if coding in ("gzip", "x-gzip"):
+        return gzip.decompress(body)
+    if coding == "br":
+        return bytes(brotli.decompress(body))
+    raise ValueError(f"a content coding this command can't decode: {coding!r}")
+
+
+class Command(BaseCommand):
+    help = "Fetches an answer of release_info and says whether a launcher pinning these keys accepts it."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("url", help="e.g. https://example.org/v1/craft_apps/release_info")
+        parser.add_argument(
+            "--public-key",
+            action="append",
+            required=True,
+            help="a pinned public key (base64 or PEM); repeatable",
+        )
+        parser.add_argument("--last-accepted", help="the signed time of the last answer accepted (RFC 3339)")
+        parser.add_argument("--variant", default="", help="the variant asked for (empty: the default answer)")
+        parser.add_argument("--timeout", type=float, default=10.0)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            keys = [signing.parse_public_key(text) for text in options["public_key"]]
+            last = options["last_accepted"]
+            last_accepted = signing.parse_rfc3339(last) if last else None
+        except ValueError as err:
+            raise CommandError(f"a --public-key or --last-accepted can't be read: {err}") from None
+        try:
+            response = requests.get(
+                options["url"],
+                headers={"Accept-Encoding": "br, gzip"},
+                stream=True,
+                timeout=options["timeout"],
+            )
+            raw = response.raw.read(decode_content=False)
+        except requests.RequestException as err:
+            raise CommandError(f"couldn't fetch {options['url']}: {err}") from None
+        if response.status_code != 200:
+            raise CommandError(f"{options['url']} answered {response.status_code}, not 200")
+        coding = response.headers.get("Content-Encoding", "")
+        try:
+            body = decode(raw, coding)
+        except (ValueError, OSError, brotli.error) as err:
+            raise CommandError(f"the body can't be decoded ({coding}): {err}") from None
+        verdict = signing.verify(
+            body, response.headers, keys, int(time.time()), last_accepted, variant=options["variant"]
+        )
+        if not verdict.accepted:
+            raise CommandError(str(verdict))
+        self.stdout.write(f"{verdict} ({len(body)} bytes of JSON, sent as {coding or 'identity'})")

@@ -1,0 +1,142 @@
+"""Signed answers as a real gunicorn (two sync workers) serves them: every verdict of the test
+vectors computed by the reference verifier from the plain, gzip and brotli answers, a changed
+byte anywhere refused, ``craft_apps_verify`` against it, a key rotation run end to end, and
+the private key in none of the log lines (every level), the state file or the command's output."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import time
+from pathlib import Path
+
+import brotli
+import pytest
+from django.core.management import CommandError, call_command
+
+from bench.endpoint import ENDPOINT_PATH, fill_state, gunicorn_command, running, site_env
+from craft_apps import signing
+from tests.api.test_endpoint_gunicorn import Exchange, exchange
+from tests.signing.vectors import KEY_A, KEY_B
+from tests.support import free_port
+
+URL = "/" + ENDPOINT_PATH
+HOST = [("Host", "127.0.0.1")]
+SKEW = signing.CLOCK_SKEW_SECS
+
+
+def decoded(answer: Exchange) -> bytes:
+    coding = answer.headers.get("content-encoding")
+    if coding == "br":
+        return bytes(brotli.decompress(answer.body))
+    if coding == "gzip":
+        return gzip.decompress(answer.body)
+    assert coding is None
+    return answer.body
+
+
+def serve(tmp_path: Path, name: str, state_dir: Path, **keys: str):
+    port = free_port()
+    env = site_env(state_dir, tmp_path / "unused.json", tmp_path)
+    env.update(DJANGO_LOG_LEVEL="DEBUG", **keys)
+    command = [*gunicorn_command(port, workers=2)]
+    command[command.index("--log-level") + 1] = "debug"
+    log = tmp_path / f"{name}.log"
+    return port, log, running(command, env=env, log=log, ready_url=f"http://127.0.0.1:{port}{URL}")
+
+
+def served(port: int) -> list[Exchange]:
+    """Plain, gzip and brotli, each on fresh connections (so both workers answer)."""
+    return [
+        exchange(port, [*HOST, *([("Accept-Encoding", coding)] if coding else [])])
+        for coding in (None, "gzip", "br", None, "gzip", "br")
+    ]
+
+
+def verdict(answer: Exchange, pinned: list[signing.SigningKey], now: int, last: int | None = None, body=None):
+    return signing.verify(
+        decoded(answer) if body is None else body, answer.headers, [k.public for k in pinned], now, last
+    )
+
+
+@pytest.mark.slow
+def test_every_vector_verdict_from_what_gunicorn_served(tmp_path: Path):
+    state_dir = tmp_path / "state"
+    fill_state(state_dir)
+    private = signing.private_key_text(KEY_A)
+    port, log, server = serve(tmp_path, "one", state_dir, CRAFT_APPS_SIGNING_KEY=private)
+    with server:
+        answers = served(port)
+        etag = answers[0].headers["etag"]
+        revalidated = exchange(port, [*HOST, ("If-None-Match", etag), ("Accept-Encoding", "br")])
+        out = io.StringIO()
+        call_command(
+            "craft_apps_verify", f"http://127.0.0.1:{port}{URL}", "--public-key",
+            signing.public_key_text(KEY_A.public), stdout=out,
+        )  # fmt: skip
+        with pytest.raises(CommandError) as refused:
+            call_command(
+                "craft_apps_verify", f"http://127.0.0.1:{port}{URL}", "--public-key",
+                signing.public_key_text(KEY_B.public), stdout=io.StringIO(),
+            )  # fmt: skip
+    now = int(time.time())
+    assert out.getvalue().startswith(f"accepted (key {KEY_A.key_id}") and "sent as br" in out.getvalue()
+    assert str(refused.value).startswith("refused: unknown key")
+    assert revalidated.status == 304 and "craft-apps-signature" not in revalidated.headers
+
+    codings = {a.headers.get("content-encoding") for a in answers}
+    assert codings == {None, "br", "gzip"}
+    assert len({decoded(a) for a in answers}) == 1 and len({a.headers["etag"] for a in answers}) == 1
+    assert len({a.headers["craft-apps-signature"] for a in answers}) == 1, "every worker signs alike"
+    good = verdict(answers[0], [KEY_A], now)
+    signed, expires = signing.parse_rfc3339(good.signed or ""), signing.parse_rfc3339(good.expires or "")
+    period = (expires - signed) // signing.PERIODS_PER_WINDOW
+    for answer in answers:
+        assert verdict(answer, [KEY_A], now).reason == "accepted"
+        assert verdict(answer, [KEY_B], now).reason == "unknown key"
+        assert verdict(answer, [KEY_A], expires + SKEW + 1).reason == "expired"
+        assert verdict(answer, [KEY_A], now, last=signed + 2 * period).reason == "rollback"
+        assert verdict(answer, [KEY_A], now, last=signed + period).reason == "accepted"
+    body = decoded(answers[0])
+    for position in range(0, len(body), 7):  # a changed byte anywhere (every 7th: 13,000 of them)
+        changed = bytearray(body)
+        changed[position] ^= 0x20
+        assert verdict(answers[0], [KEY_A], now, body=bytes(changed)).reason == "bad signature", position
+    assert private not in log.read_text(encoding="utf-8")
+    assert all(private.encode() not in path.read_bytes() for path in state_dir.iterdir() if path.is_file())
+
+
+@pytest.mark.slow
+def test_a_key_rotation_end_to_end_with_two_workers(tmp_path: Path):
+    """Old key signing, then both, then the new one: a launcher pinning the old key verifies
+    until the last step, one pinning the new key from the second, one pinning both throughout;
+    each step's first answer reaches a launcher that revalidates as a 200, not a 304."""
+    state_dir = tmp_path / "state"
+    fill_state(state_dir)
+    old, new = signing.private_key_text(KEY_A), signing.private_key_text(KEY_B)
+    steps = [
+        ("old", {"CRAFT_APPS_SIGNING_KEY": old}, {"old": True, "new": False}),
+        ("both", {"CRAFT_APPS_SIGNING_KEY": new, "CRAFT_APPS_SIGNING_KEY_PREVIOUS": old}, {}),
+        ("new", {"CRAFT_APPS_SIGNING_KEY": new}, {"old": False, "new": True}),
+    ]
+    launchers = {"old": [KEY_A], "new": [KEY_B], "both": [KEY_A, KEY_B]}
+    last: dict[str, int | None] = dict.fromkeys(launchers)
+    etag = None
+    logs = []
+    for name, keys, expected in steps:
+        port, log, server = serve(tmp_path, name, state_dir, **keys)
+        logs.append(log)
+        with server:
+            if etag is not None:
+                first = exchange(port, [*HOST, ("If-None-Match", etag), ("Accept-Encoding", "br")])
+                assert first.status == 200, f"{name}: a 304 would keep launchers on the old keys"
+            answers = served(port)
+        now = int(time.time())
+        etag = answers[0].headers["etag"]
+        for answer in answers:
+            for launcher, pinned in launchers.items():
+                found = verdict(answer, pinned, now, last[launcher])
+                assert found.accepted is expected.get(launcher, True), (name, launcher, found)
+                if found.accepted:
+                    last[launcher] = max(last[launcher] or 0, signing.parse_rfc3339(found.signed or ""))
+    assert all(old not in log.read_text() and new not in log.read_text() for log in logs)
