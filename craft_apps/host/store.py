@@ -27,8 +27,7 @@ import os
 import secrets
 import sqlite3
 import stat
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,7 +44,20 @@ from craft_apps.domain import (
     newer_wins,
     same_repo,
 )
+from craft_apps.host.database import FileId, StateFile, StateFileMissing, StateUnavailable, transaction
 from craft_apps.text import one_line
+
+__all__ = [
+    "DB_FILENAME",
+    "FORMAT_VERSION",
+    "POLLER_LEASE",
+    "Fence",
+    "FenceRejected",
+    "StateFileMissing",
+    "StateSnapshot",
+    "StateStore",
+    "StateUnavailable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +66,7 @@ T = TypeVar("T")
 FORMAT_VERSION = 1
 DB_FILENAME = "craft_apps_state.sqlite3"
 POLLER_LEASE = "poller"
+_WRITER_LOOKS = 3  # how often a writer looks again at a file that changes under it
 
 # The epoch arrived after format 1 shipped: an older file gains the column in place (the default
 # matches no fence), and older code, which names its columns, still reads and writes the file.
@@ -111,18 +124,6 @@ _UPSERT_BACKOFF = (
     " DO UPDATE SET until_ms = excluded.until_ms, trouble = excluded.trouble"
 )
 
-# Connections a forked child inherited: never used and never closed in the child (closing could
-# disturb the parent's SQLite locks), only kept referenced so they are never garbage collected.
-_INHERITED: list[sqlite3.Connection] = []
-
-
-class StateUnavailable(Exception):
-    """The state file can't be used now; the message is one line naming the file and why."""
-
-
-class StateFileMissing(StateUnavailable):
-    """There is no state file where a writer (or the endpoint) expected one: it was deleted."""
-
 
 class FenceRejected(Exception):
     """A write carried a fence that is no longer the lease's current one; nothing was written."""
@@ -154,12 +155,6 @@ class StateSnapshot:
     backoff: Backoff = field(default_factory=Backoff)
 
 
-@dataclass
-class _Held:
-    db: sqlite3.Connection
-    file_id: tuple[int, int]  # (st_dev, st_ino) of the file it was opened on
-
-
 class StateStore:
     """The state file of one state directory; safe to share between threads and across fork."""
 
@@ -169,10 +164,8 @@ class StateStore:
         self.state_dir = Path(state_dir).absolute()
         self.path = self.state_dir / DB_FILENAME
         self.lease_name = lease_name  # the lease whose fence guards every write
-        self._busy_timeout_s = busy_timeout_s
-        # (pid, thread id, writable) -> connection; see _connection() for why the pid is part of it.
-        self._connections: dict[tuple[int, int, bool], _Held] = {}
-        self._ready_for_writing: tuple[int, tuple[int, int]] | None = None  # (pid, file id)
+        self.file = StateFile(self.path, busy_timeout_s=busy_timeout_s)  # every connection
+        self._ready_for_writing: tuple[int, FileId] | None = None  # (pid, file id) checked for writing
         self._warned_version: int | None = None
 
     def __repr__(self) -> str:
@@ -190,16 +183,15 @@ class StateStore:
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
 
-    def version_marker(self) -> tuple[tuple[int, int] | None, int]:
+    def version_marker(self) -> tuple[FileId | None, int]:
         """(file identity, version): equal markers mean ``read()`` returns the same, even across
         a file deleted and recreated (whose counter starts again). One stat and one tiny query.
         Raises StateUnavailable."""
         db = self._connection(writable=False)
         if db is None:
             return None, 0
-        held = self._connections[(os.getpid(), threading.get_ident(), False)]
         try:
-            return held.file_id, self._read_version(db) or 0
+            return self.file.held_file(writable=False), self._read_version(db) or 0
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
 
@@ -209,7 +201,7 @@ class StateStore:
         if db is None:
             return StateSnapshot(0)
         try:
-            with _transaction(db, "BEGIN"):
+            with transaction(db, "BEGIN"):
                 version = self._read_version(db)
                 if version is None:
                     return StateSnapshot(0)
@@ -282,9 +274,9 @@ class StateStore:
         self._prepare_directory()
         return self._file_id() is None and self._create_whole(fill)
 
-    def file_identity(self) -> tuple[int, int] | None:
-        """(device, inode) of the state file, None when there is none: one lstat. A different
-        identity means another file. Raises StateUnavailable (a symbolic link, say)."""
+    def file_identity(self) -> FileId | None:
+        """The state file's identity (``StateFile.identity``), None when there is none: one
+        lstat. A different identity means another file. Raises StateUnavailable."""
         return self._file_id()
 
     def _check_for_writing(self) -> None:
@@ -292,13 +284,13 @@ class StateStore:
         pid = os.getpid()
         if self._file_id() is None:
             raise self.missing()
-        db = self._open(writable=True)
+        db = self.file.connect(writable=True)
         try:
             self._check_before_writing(db)
             mode = db.execute("PRAGMA journal_mode = WAL").fetchone()
             if mode is None or str(mode[0]).lower() != "wal":
                 raise StateUnavailable(f"craft_apps state file {self.path} could not be switched to WAL mode")
-            with _transaction(db, "BEGIN IMMEDIATE"):
+            with transaction(db, "BEGIN IMMEDIATE"):
                 self._create_schema_if_blank(db)
                 self._add_epoch_if_missing(db)
                 self._add_repo_if_missing(db)
@@ -311,9 +303,7 @@ class StateStore:
         except BaseException:
             db.close()
             raise
-        key = (pid, threading.get_ident(), True)
-        self._forget(key)
-        self._remember(key, _Held(db, file_id))
+        self.file.keep(db, file_id, writable=True)
         self._ready_for_writing = (pid, file_id)
 
     def put_app(self, key: str, state: AppState, *, fence: Fence) -> bool:
@@ -326,7 +316,7 @@ class StateStore:
             raise ValueError(f"app key must be a non-empty string, not {key!r}")
         db = self._writer()
         try:
-            with _transaction(db, "BEGIN IMMEDIATE"):
+            with transaction(db, "BEGIN IMMEDIATE"):
                 self._check_fence(db, fence)
                 old = db.execute(f"SELECT {_APP_COLUMNS} FROM app_state WHERE key = ?", (key,)).fetchone()
                 stored_fetched = old[2] if old is not None and is_stored_time(old[2]) else None
@@ -345,7 +335,7 @@ class StateStore:
         new = _encode_backoff(backoff)
         db = self._writer()
         try:
-            with _transaction(db, "BEGIN IMMEDIATE"):
+            with transaction(db, "BEGIN IMMEDIATE"):
                 self._check_fence(db, fence)
                 old = db.execute("SELECT until_ms, trouble FROM backoff WHERE id = 1").fetchone()
                 if old is None or tuple(old) != new:
@@ -356,16 +346,12 @@ class StateStore:
 
     def close(self) -> None:
         """Closes this process's connections (those of every thread: call it at shutdown)."""
-        pid = os.getpid()
-        for key in [key for key in list(self._connections) if key[0] == pid]:
-            self._forget(key)
+        self.file.close()
         self._ready_for_writing = None
 
     def close_current_thread(self) -> None:
         """Closes the calling thread's connections, for threads that end before the process."""
-        pid, tid = os.getpid(), threading.get_ident()
-        for writable in (False, True):
-            self._forget((pid, tid, writable))
+        self.file.close_current_thread()
 
     # ---- the lease table, for craft_apps.host.lease ---------------------------------------------
 
@@ -411,7 +397,7 @@ class StateStore:
         if db is None:
             return None
         try:
-            with _transaction(db, "BEGIN"):
+            with transaction(db, "BEGIN"):
                 if self._read_version(db) is None:
                     return None
                 return work(db)
@@ -424,7 +410,7 @@ class StateStore:
         StateUnavailable."""
         db = self._writer()
         try:
-            with _transaction(db, "BEGIN IMMEDIATE"):
+            with transaction(db, "BEGIN IMMEDIATE"):
                 return work(db)
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
@@ -436,7 +422,7 @@ class StateStore:
         try:
             # BEGIN IMMEDIATE takes the write lock first (waiting out the busy timeout), so the
             # statement never meets a snapshot that changed under it.
-            with _transaction(db, "BEGIN IMMEDIATE"):
+            with transaction(db, "BEGIN IMMEDIATE"):
                 return db.execute(sql, params).fetchall()
         except sqlite3.Error as err:
             raise self._unavailable(err) from None
@@ -444,87 +430,32 @@ class StateStore:
     def _writer(self) -> sqlite3.Connection:
         """The connection for a write. It never creates a file: a file deleted under its writer
         is reported (StateFileMissing), for the lease holder to make anew from what it knows."""
-        file_id = self._file_id()
-        if file_id is None:
-            raise self.missing()
-        if self._ready_for_writing != (os.getpid(), file_id):
-            self._check_for_writing()
-        db = self._connection(writable=True)
-        if db is None:  # the file vanished between the two calls
-            raise self.missing()
-        return db
+        for _ in range(_WRITER_LOOKS):
+            file_id = self._file_id()
+            if file_id is None:
+                raise self.missing()
+            if self._ready_for_writing != (os.getpid(), file_id):
+                self._check_for_writing()
+            db = self._connection(writable=True)
+            if db is not None:
+                return db
+            # The file changed between the check and the connection: deleted (the next look
+            # says so), replaced (checked in turn), or its change time moved by a checkpoint.
+        raise StateUnavailable(f"craft_apps state file {self.path} keeps changing under its writer")
 
     def missing(self) -> StateFileMissing:
         """The error for a state file that is not there."""
-        return StateFileMissing(f"craft_apps state file {self.path} is missing (deleted, or not created yet)")
+        return self.file.missing()
 
     def _connection(self, *, writable: bool) -> sqlite3.Connection | None:
-        """This process's and thread's connection; None when there is no file to read.
+        """This thread's connection; None when there is no file to read, or (writable) when the
+        file there is not the one this process checked for writing (open_for_writing first)."""
+        ready = self._ready_for_writing
+        checked = ready[1] if ready is not None and ready[0] == os.getpid() else None
+        return self.file.connection(writable=writable, checked=checked)
 
-        The pid is part of the key so that a connection inherited through fork (gunicorn
-        --preload) is never used in the child; the file identity is checked on every call so a
-        replaced or deleted file is noticed instead of reading a stale inode forever.
-        """
-        pid = os.getpid()
-        key = (pid, threading.get_ident(), writable)
-        file_id = self._file_id()
-        held = self._connections.get(key)
-        if held is not None and held.file_id == file_id:
-            return held.db
-        if held is not None:
-            self._forget(key)
-        if file_id is None:
-            return None
-        if writable and self._ready_for_writing != (pid, file_id):
-            return None  # the caller runs open_for_writing first
-        try:
-            db = self._open(writable=writable)
-        except StateUnavailable:
-            if self._file_id() is None:  # deleted between stat and open
-                return None
-            raise
-        self._remember(key, _Held(db, file_id))
-        return db
-
-    def _open(self, *, writable: bool) -> sqlite3.Connection:
-        # mode=ro/rw: SQLite never creates the file; only _create_whole does, with 0600.
-        for companion in ("-wal", "-shm"):  # SQLite would write through a link to anywhere
-            with contextlib.suppress(FileNotFoundError):
-                _refuse_links(Path(f"{self.path}{companion}"), os.lstat(f"{self.path}{companion}"))
-        uri = f"{self.path.as_uri()}?mode={'rw' if writable else 'ro'}"
-        try:
-            return sqlite3.connect(
-                uri, uri=True, timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as err:
-            raise self._unavailable(err) from None
-
-    def _remember(self, key: tuple[int, int, bool], held: _Held) -> None:
-        pid = os.getpid()
-        threading.current_thread()  # registers a thread Python did not start, so it counts as alive
-        alive = {thread.ident for thread in threading.enumerate()}
-        for other in list(self._connections):
-            if other[0] != pid:
-                stale = self._connections.pop(other, None)
-                if stale is not None:
-                    _INHERITED.append(stale.db)
-            elif other[1] not in alive and other != key:
-                self._forget(other)  # its thread has ended
-        self._connections[key] = held
-
-    def _forget(self, key: tuple[int, int, bool]) -> None:
-        held = self._connections.pop(key, None)
-        if held is None:
-            return
-        if key[0] != os.getpid():
-            _INHERITED.append(held.db)
-            return
-        with contextlib.suppress(sqlite3.Error):
-            held.db.close()
-
-    def _file_id(self) -> tuple[int, int] | None:
-        result = stat_state_file(self.path)
-        return None if result is None else _stat_id(result)
+    def _file_id(self) -> FileId | None:
+        return self.file.identity()
 
     def _read_version(self, db: sqlite3.Connection) -> int | None:
         """The counter after checking the format; None for a blank database (not set up yet)."""
@@ -568,7 +499,7 @@ class StateStore:
     def _check_before_writing(self, db: sqlite3.Connection) -> None:
         # Reads only, in one snapshot: nothing may be written to a file until it is known to be
         # ours and sound, and a file set up by another process meanwhile is seen whole.
-        with _transaction(db, "BEGIN"):
+        with transaction(db, "BEGIN"):
             file_format = db.execute("PRAGMA user_version").fetchone()[0]
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             check = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
@@ -618,9 +549,9 @@ class StateStore:
                 os.fchmod(fd, 0o600)  # whatever the umask
             finally:
                 os.close(fd)
-            db = sqlite3.connect(f"{aside.as_uri()}?mode=rw", uri=True, isolation_level=None)
+            db = self.file.connect(writable=True, path=aside)
             try:
-                with _transaction(db, "BEGIN IMMEDIATE"):
+                with transaction(db, "BEGIN IMMEDIATE"):
                     for statement in _SCHEMA:
                         db.execute(statement)
                     if fill is not None:
@@ -701,62 +632,7 @@ class StateStore:
         db.execute("UPDATE store_meta SET version = version + 1 WHERE id = 1")
 
     def _unavailable(self, err: sqlite3.Error) -> StateUnavailable:
-        return unavailable(self.path, err)
-
-
-def stat_state_file(path: Path) -> os.stat_result | None:
-    """The state file's ``lstat``; None when there is none. Raises StateUnavailable for a file
-    that can't be looked at or is a symbolic link (never followed)."""
-    try:
-        result = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as err:
-        raise StateUnavailable(
-            f"craft_apps state file {path} cannot be read ({one_line(err.strerror)})"
-        ) from None
-    _refuse_links(path, result)
-    return result
-
-
-def unavailable(path: Path, err: sqlite3.Error) -> StateUnavailable:
-    """An SQLite error on the state file as one line that names the file and the cause."""
-    name = sqlite_errorname(err)
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        why = "is locked"
-    elif name.startswith(("SQLITE_NOTADB", "SQLITE_CORRUPT")):
-        why = "is corrupt"
-    elif name.startswith(("SQLITE_READONLY", "SQLITE_FULL", "SQLITE_IOERR")):
-        why = "cannot be written"  # read-only, disk full, an I/O error: the cause follows
-    else:
-        why = "cannot be used"
-    return StateUnavailable(f"craft_apps state file {path} {why} ({one_line(err)})")
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection, begin: str) -> Iterator[None]:
-    if db.in_transaction:  # left open by a failed rollback: never build on top of it
-        db.execute("ROLLBACK")
-    db.execute(begin)
-    try:
-        yield
-        db.execute("COMMIT")  # a failed commit is rolled back below, like any other failure
-    except BaseException:
-        with contextlib.suppress(sqlite3.Error):
-            db.execute("ROLLBACK")
-        raise
-
-
-def _refuse_links(path: Path, result: os.stat_result) -> None:
-    """The state directory is the poller's own: a link in it could send writes anywhere."""
-    if stat.S_ISLNK(result.st_mode):
-        raise StateUnavailable(f"craft_apps state file {path} is a symbolic link; refusing to follow it")
-    if not stat.S_ISREG(result.st_mode):
-        raise StateUnavailable(f"craft_apps state file {path} is not a regular file")
-
-
-def _stat_id(result: os.stat_result) -> tuple[int, int]:
-    return (result.st_dev, result.st_ino)
+        return self.file.unavailable(err)
 
 
 def _has_repo_columns(db: sqlite3.Connection) -> bool:

@@ -20,7 +20,6 @@ from craft_apps.conf import app_settings
 from craft_apps.domain import AppState, Backoff
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import (
-    _INHERITED,
     DB_FILENAME,
     FORMAT_VERSION,
     Fence,
@@ -512,7 +511,7 @@ def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateSt
             store.put_app("filmcraft", fetched(), fence=fence)
             child_writer = store._connection(writable=True)
             fresh = child_reader not in (None, parent_reader) and child_writer not in (None, parent_writer)
-            kept = parent_reader in _INHERITED and parent_writer in _INHERITED
+            kept = parent_reader in store.file.inherited and parent_writer in store.file.inherited
             verdict = b"ok" if fresh and kept and "photocraft" in snapshot.apps else b"reused"
         except BaseException as err:
             verdict = repr(err).encode()[:300]
@@ -556,4 +555,26 @@ def test_a_file_made_anew_never_replays_the_journal_its_deleted_predecessor_left
     fresh = publish(tmp_path, {})
     assert StateStore(tmp_path).read().apps == {}
     assert fresh.read().apps == {}
+    reader.close()
+
+
+def test_a_file_made_anew_in_its_predecessors_inode_is_another_file(state_dir: Path) -> None:
+    """Inode numbers are reused once a file is gone; its successor's identity differs all the
+    same (its change time), so a kept answer or a kept connection is never taken for its."""
+    from tests.support import publish
+
+    publish(state_dir, {"photocraft": fetched()}).close()
+    reader = StateStore(state_dir)
+    before = reader.version_marker()
+    reader.close()  # an open connection would keep the inode from being freed
+    path = state_dir / DB_FILENAME
+    inode = path.stat().st_ino
+    for _ in range(50):  # until the file system hands the same inode number out again
+        path.unlink()
+        publish(state_dir, {"photocraft": fetched()}).close()
+        if path.stat().st_ino == inode:
+            break
+    after = reader.version_marker()
+    assert after[1] == before[1], "the same version in the new file"
+    assert after != before
     reader.close()
