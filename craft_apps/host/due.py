@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from craft_apps.host.database import StateFile, StateUnavailable, has_table
-from craft_apps.host.store import DB_FILENAME, FORMAT_VERSION
+from craft_apps.host.schema import DB_FILENAME, FORMAT_VERSION, is_ours
 
 T = TypeVar("T")
 
@@ -133,8 +133,7 @@ class HostDueMarks:
         return self.file.write_once(write)
 
     def _check_ours(self, db: sqlite3.Connection) -> None:
-        file_format = db.execute("PRAGMA user_version").fetchone()[0]
-        if file_format != FORMAT_VERSION or not has_table(db, "store_meta"):
+        if not is_ours(db):
             raise StateUnavailable(
                 f"craft_apps state file {self.path} is not one of format {FORMAT_VERSION}; "
                 "due marks are not written to it"

@@ -27,15 +27,9 @@ from collections.abc import Callable
 
 from craft_apps.clock import Clock
 from craft_apps.domain import LeaseTiming
-from craft_apps.host.database import FileId
-from craft_apps.host.store import (
-    POLLER_LEASE,
-    Fence,
-    StateFileMissing,
-    StateSnapshot,
-    StateStore,
-    StateUnavailable,
-)
+from craft_apps.host.database import FileId, StateFileMissing, StateUnavailable
+from craft_apps.host.lease_rows import POLLER_LEASE, Fence
+from craft_apps.host.store import StateSnapshot, StateStore
 
 logger = logging.getLogger(__name__)
 

@@ -18,6 +18,7 @@ import pytest
 
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppState, Backoff
+from craft_apps.host import app_rows
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import (
     DB_FILENAME,
@@ -152,10 +153,10 @@ def test_a_failure_in_the_middle_of_a_write_rolls_all_of_it_back(
     store.put_app("photocraft", fetched(), fence=fence)
     before = store.read()
 
-    def fail(self: StateStore, db: sqlite3.Connection) -> None:
+    def fail(db: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError("disk I/O error (simulated)")
 
-    monkeypatch.setattr(StateStore, "_bump_version", fail)  # runs after the row was written
+    monkeypatch.setattr(app_rows, "bump_version", fail)  # runs after the row was written
     with pytest.raises(StateUnavailable, match="simulated"):
         store.put_app("photocraft", fetched(START_MS + 1, tag="v9.9.9", etag='"x"'), fence=fence)
     with pytest.raises(StateUnavailable):
