@@ -14,7 +14,10 @@ is read and written through a ``StateFile``; nothing else in the package connect
   referenced, by the ``StateFile`` it came with.
 - The file's identity is (device, inode, change time): a file made anew may get the inode
   number of the one deleted before it, but not its change time (linking it into place sets
-  that). A connection is used only while the path still names the file it was opened on.
+  that). A connection is used only while the path still names the file it was opened on. The
+  change time also moves when a checkpoint folds the ``-wal`` into the file (every 1,000 pages
+  written, or when the last connection closes): then connections are opened again and the
+  writer checks the file again, which costs a few milliseconds, and nothing is lost.
 - Every ``sqlite3.Error`` becomes ``StateUnavailable``, one line naming the file and why.
 """
 
