@@ -60,7 +60,7 @@ class AnswerCache:
         self._monotonic = monotonic
         self._refiner = refiner or Refiner()
         self._lock = threading.Lock()
-        self._key: tuple[Path, tuple[tuple[int, int] | None, int], tuple[AppSpec, ...], Notices] | None = None
+        self._key: tuple[Path, tuple[tuple[int, ...] | None, int], tuple[AppSpec, ...], Notices] | None = None
         self._answer: EncodedAnswer | None = None  # the last good one
         self._failure: str | None = None
         # What was served last, and until when it stands without a look.
@@ -84,8 +84,8 @@ class AnswerCache:
         try:
             marker = store.version_marker()
             if self._key == (store.path, marker, apps, notices) and self._answer is not None:
-                # A file made anew can come back with the same identity and version as the
-                # one that went away (inode numbers are reused): it is readable again all the same.
+                # The same file at the same version as before a look that failed (it was
+                # locked, say): it is readable again all the same.
                 self._readable_again(store)
                 self._refiner.offer(self._answer, self._refined)
                 return self._answer

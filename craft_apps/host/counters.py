@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from craft_apps.domain import GitHubQuota, PollMode
+from craft_apps.host.database import has_table
 from craft_apps.host.store import StateStore
 
 TABLE = "poller_counters"
@@ -100,8 +101,7 @@ def read_counters(store: StateStore) -> PollerCounters:
     StateUnavailable."""
 
     def read(db: sqlite3.Connection) -> dict[str, object]:
-        exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,))
-        if exists.fetchone() is None:
+        if not has_table(db, TABLE):
             return {}
         return {str(name): value for name, value in db.execute(f"SELECT name, value FROM {TABLE}")}
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from craft_apps.domain import is_stored_count, is_stored_time
+from craft_apps.host.database import has_table
 from craft_apps.host.store import StateStore
 
 TABLE = "poller_drops"
@@ -71,8 +72,7 @@ def read_drops(store: StateStore) -> tuple[Drop, ...]:
     StateUnavailable."""
 
     def read(db: sqlite3.Connection) -> list[tuple[object, ...]]:
-        exists = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,))
-        if exists.fetchone() is None:
+        if not has_table(db, TABLE):
             return []
         query = f"SELECT app, kind, release, count, detail, seen_ms FROM {TABLE} ORDER BY app, kind"
         return list(db.execute(query))

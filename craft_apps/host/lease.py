@@ -27,14 +27,9 @@ from collections.abc import Callable
 
 from craft_apps.clock import Clock
 from craft_apps.domain import LeaseTiming
-from craft_apps.host.store import (
-    POLLER_LEASE,
-    Fence,
-    StateFileMissing,
-    StateSnapshot,
-    StateStore,
-    StateUnavailable,
-)
+from craft_apps.host.database import FileId, StateFileMissing, StateUnavailable
+from craft_apps.host.lease_rows import POLLER_LEASE, Fence
+from craft_apps.host.store import StateSnapshot, StateStore
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +66,7 @@ class Lease:
         self._in_blackout = False
         self._released = False
         self._missing_since_ms: int | None = None  # when a standby first found no file
-        self._held_file: tuple[int, int] | None = None  # the file the lease was last taken or renewed in
+        self._held_file: FileId | None = None  # the file the lease was last taken or renewed in
         self._contents: Callable[[], StateSnapshot] | None = None
         self._lock = threading.Lock()
 

@@ -89,3 +89,19 @@ def test_a_replaced_state_file_is_read_anew(state_dir: Path, marks: HostDueMarks
     publish(state_dir, {})
     assert marks.marks() == []
     marks.close()
+
+
+@pytest.mark.parametrize("companion", ["-wal", "-shm"])
+def test_a_symbolic_link_beside_the_file_is_refused(state_dir: Path, tmp_path: Path, companion: str):
+    publish(state_dir, {"photocraft": fetched()}).close()  # the last connection: -wal and -shm are gone
+    target = tmp_path / "target"
+    target.write_bytes(b"")
+    path = state_dir / "craft_apps_state.sqlite3"
+    Path(f"{path}{companion}").symlink_to(target)
+    message = f"craft_apps state file {path}{companion} is a symbolic link; refusing to follow it"
+    due = HostDueMarks(state_dir)
+    with pytest.raises(StateUnavailable, match=message):
+        due.mark(["photocraft"], START_MS, shared=False)
+    with pytest.raises(StateUnavailable, match=message):
+        due.marks()
+    assert target.read_bytes() == b""

@@ -18,9 +18,9 @@ import pytest
 
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppState, Backoff
+from craft_apps.host import app_rows
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import (
-    _INHERITED,
     DB_FILENAME,
     FORMAT_VERSION,
     Fence,
@@ -153,10 +153,10 @@ def test_a_failure_in_the_middle_of_a_write_rolls_all_of_it_back(
     store.put_app("photocraft", fetched(), fence=fence)
     before = store.read()
 
-    def fail(self: StateStore, db: sqlite3.Connection) -> None:
+    def fail(db: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError("disk I/O error (simulated)")
 
-    monkeypatch.setattr(StateStore, "_bump_version", fail)  # runs after the row was written
+    monkeypatch.setattr(app_rows, "bump_version", fail)  # runs after the row was written
     with pytest.raises(StateUnavailable, match="simulated"):
         store.put_app("photocraft", fetched(START_MS + 1, tag="v9.9.9", etag='"x"'), fence=fence)
     with pytest.raises(StateUnavailable):
@@ -512,7 +512,7 @@ def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateSt
             store.put_app("filmcraft", fetched(), fence=fence)
             child_writer = store._connection(writable=True)
             fresh = child_reader not in (None, parent_reader) and child_writer not in (None, parent_writer)
-            kept = parent_reader in _INHERITED and parent_writer in _INHERITED
+            kept = parent_reader in store.file.inherited and parent_writer in store.file.inherited
             verdict = b"ok" if fresh and kept and "photocraft" in snapshot.apps else b"reused"
         except BaseException as err:
             verdict = repr(err).encode()[:300]
@@ -556,4 +556,26 @@ def test_a_file_made_anew_never_replays_the_journal_its_deleted_predecessor_left
     fresh = publish(tmp_path, {})
     assert StateStore(tmp_path).read().apps == {}
     assert fresh.read().apps == {}
+    reader.close()
+
+
+def test_a_file_made_anew_in_its_predecessors_inode_is_another_file(state_dir: Path) -> None:
+    """Inode numbers are reused once a file is gone; its successor's identity differs all the
+    same (its change time), so a kept answer or a kept connection is never taken for its."""
+    from tests.support import publish
+
+    publish(state_dir, {"photocraft": fetched()}).close()
+    reader = StateStore(state_dir)
+    before = reader.version_marker()
+    reader.close()  # an open connection would keep the inode from being freed
+    path = state_dir / DB_FILENAME
+    inode = path.stat().st_ino
+    for _ in range(50):  # until the file system hands the same inode number out again
+        path.unlink()
+        publish(state_dir, {"photocraft": fetched()}).close()
+        if path.stat().st_ino == inode:
+            break
+    after = reader.version_marker()
+    assert after[1] == before[1], "the same version in the new file"
+    assert after != before
     reader.close()
