@@ -133,16 +133,6 @@ def test_polling_names_no_github_module() -> None:
     )
 
 
-@pytest.mark.parametrize("package", ["fleet", "github", "polling"])
-def test_the_package_docstring_names_every_module(package: str) -> None:
-    folder = PACKAGE / package
-    docstring = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
-    modules = sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__")
-    assert modules
-    missing = [name for name in modules if f"``{name}``" not in docstring]
-    assert not missing, f"craft_apps.{package}'s docstring doesn't name {missing}"
-
-
 def test_no_import_cycles() -> None:
     edges = {m: {t for t in ts if t in graph()} for m, ts in graph().items()}
     state: dict[str, int] = {}  # 1 on the path, 2 done
