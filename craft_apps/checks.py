@@ -1,19 +1,9 @@
 """System checks (``manage.py check``): every configuration problem, with what to set.
 
-This module owns every check id and message: ``conf`` and ``fleet.connection`` report problems
-as data (a code and the values to name), and ``CHECKS`` below says, per code, the id, the
-message and the hint. Ids: ``E001`` a value of the wrong type or form (the default is used);
-``E002`` no valid app in ``APPS``; ``E003`` the Redis alias isn't a django-redis cache;
-``E004`` the state directory can't be created or written; ``E005`` ``CRAFT_APPS`` isn't a dict;
-``W001`` a skipped ``APPS`` entry; ``W002`` an interval below the minimum (raised to it);
-``W003`` a maximum backoff below the interval (raised to it); ``W004`` unknown keys in
-``CRAFT_APPS``; ``W005`` the Redis alias without timeouts or with a large pool; ``W006`` the
-Redis alias sharing its URL (and pool); ``W007`` ``GITHUB_API_URL`` and ``GITHUB_WEB_URL``
-of two different GitHubs (one changed, the other left at github.com's); ``W131`` a short
-``METRICS_TOKEN``; ``W132`` an unusable ``PROMETHEUS_MULTIPROC_DIR``; ``E121`` webhook secrets
-that are not text (their value never shown); ``E141`` a signing key that can't be read, ``E142``
-one that is not Ed25519 (neither value shown); ``W141`` a signature validity window shorter than
-the polling interval (raised to it).
+This module owns every check id and message: ``conf``, ``fleet.connection``, ``api.metrics``
+and ``signing`` report problems as data (a code and the values to name), and ``CHECKS`` below
+says, per code, the id, the message and the hint: the one list of the ids (the settings page
+of the docs shows them all).
 """
 
 from __future__ import annotations

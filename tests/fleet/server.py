@@ -12,7 +12,7 @@ Reuse it from any test package::
 
 Clients get no redis-py retries (``Retry(NoBackoff(), 0)``), like the connections django-redis
 makes for the poller, so a test sees each failure once and at once. The fixtures
-(``redis_server``, ``redis_client``, ``fresh_redis_server``) are in tests/fleet/conftest.py.
+(``redis_server``, ``redis_client``, ``fresh_redis_server``) are in tests/conftest.py.
 """
 
 from __future__ import annotations
