@@ -49,6 +49,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--connections", type=int, default=endpoint.connections)
     group.add_argument("--loadgen", choices=["auto", "wrk", "python"], default=endpoint.loadgen)
     group.add_argument("--static", choices=["auto", "nginx", "python"], default=endpoint.static)
+    group.add_argument(
+        "--signing", action="store_true", help="also the signed endpoint beside bare views with its headers"
+    )
     group = parser.add_argument_group("launcher")
     group.add_argument("--launcher-hours", type=float, default=launcher.hours)
     group.add_argument("--launcher-releases", type=int, default=launcher.releases)
@@ -73,7 +76,7 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
         ],
         "endpoint": [
             "--seconds", f"{args.seconds:g}", "--connections", str(args.connections),
-            "--loadgen", args.loadgen, "--static", args.static,
+            "--loadgen", args.loadgen, "--static", args.static, *(["--signing"] if args.signing else []),
         ],
         "launcher": [
             "--launcher-hours", f"{args.launcher_hours:g}",

@@ -14,6 +14,11 @@ publishes a change to the state file every second. Every load also gives the ser
 per request (``cpu_seconds``), which other work on the machine barely moves. Every server is
 started here on a free port and stopped before returning.
 
+With ``--signing``, a second gunicorn serves the same state with a signing key (``SIGNING_KEY``,
+one generated for the run) and its rows join the same rounds: our signed endpoint plain, in
+brotli, in gzip and revalidated (a 304), each beside a bare view serving the same bytes and the
+same headers (the signature, ETag, Cache-Control and Vary our endpoint sent, precomputed).
+
 Run ``python -m bench.endpoint --help``.
 """
 
@@ -33,14 +38,15 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from itertools import cycle
 from pathlib import Path
 
 from bench.loadgen import LoadResult, merge_results, run_load, wrk_available
 from bench.report import finish, markdown_table
-from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_NOT_MODIFIED, bare_path
+from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_HEADERS_ENV, BARE_NOT_MODIFIED, bare_path
+from craft_apps import signing
 from craft_apps.api.answer import RECHECK_S
 from craft_apps.api.representation import best_brotli
 from craft_apps.clock import SystemClock
@@ -64,6 +70,11 @@ READY_TIMEOUT_S = 30.0
 P99_TARGET_MS = 10.0
 RATIO_TARGET = 0.9
 NOT_MODIFIED_TARGET = 2.0  # the 304 path against the plain 200 path
+SIGNED_TARGET = 0.95  # each signed path against the bare view sending the same bytes and headers
+# The signed paths, by the suffix of the report's keys (signed, signed_br, ...): their names.
+SIGNED_PATHS = {"": "plain", "_br": "brotli", "_gzip": "gzip", "_not_modified": "If-None-Match: 304"}
+# What the signed endpoint sends that a bare view must send too (Content-Encoding it sends itself).
+SIGNED_HEADERS = (signing.HEADER, "ETag", "Cache-Control", "Vary")
 SETTLE_S = 10.0  # how long the workers may take to refine their brotli form
 ROUNDS = 5  # the side-by-side paths take turns this many times
 
@@ -76,6 +87,7 @@ class EndpointOptions:
     loadgen: str = "auto"  # wrk, python, or auto: wrk when installed
     static: str = "auto"  # nginx, python, or auto: nginx when installed
     change_every_s: float = 1.0
+    signing: bool = False  # also the signed endpoint beside bare views with its headers
 
 
 @dataclass
@@ -105,6 +117,11 @@ class EndpointReport:
     # The server's CPU time per request, by load: the report's field names (ours_br for
     # ours_coded["br"], ...). Unlike requests/s, barely moved by other work on the machine.
     cpu_ms_per_request: dict[str, float]
+    # With --signing, by the report's key (signed, signed_br, signed_gzip, signed_not_modified):
+    # our signed endpoint, the bare view with the same bytes and headers, and ours over it.
+    signed: dict[str, LoadResult] = field(default_factory=dict)
+    bare_signed: dict[str, LoadResult] = field(default_factory=dict)
+    signed_ratio_to_bare: dict[str, float] = field(default_factory=dict)
 
 
 # --- The state and the servers ---------------------------------------------------------------
@@ -335,7 +352,10 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             return result
 
         site_command = gunicorn_command(site_port, options.workers)
-        with running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url) as site_server:
+        with (
+            running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url) as site_server,
+            contextlib.ExitStack() as signed_site,
+        ):
             body = _get(ours_url)
             coded = {c: settled_form(ours_url, body, c, options.workers) for c in BARE_CODINGS}
             # Before the bare views' first requests, which read them.
@@ -351,6 +371,13 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             if _status(redirect_url) != 302:
                 raise RuntimeError(f"/{REDIRECT_PATH} doesn't redirect")
             etag = _header(ours_url, "ETag")
+            signed_targets: dict[str, tuple[str, dict[str, str]]] = {}
+            signed_pids: dict[str, int] = {}
+            if options.signing:
+                signed_targets, signed_pid = signed_site.enter_context(
+                    serving_signed(state_dir, workdir, options.workers)
+                )
+                signed_pids = dict.fromkeys(signed_targets, signed_pid)
             side_by_side, side_by_side_cpu = interleaved(
                 {
                     "ours": (ours_url, {}),
@@ -361,10 +388,12 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
                     "bare_not_modified": (f"{site}/{bare_path(BARE_NOT_MODIFIED)}", {}),
                     "page": (page_url, {}),
                     "redirect": (redirect_url, {}),
+                    **signed_targets,
                 },
                 options,
                 tool,
                 site_server.pid,
+                signed_pids,
             )
             cpu_ms.update(side_by_side_cpu)
             ours, bare = side_by_side["ours"], side_by_side["bare"]
@@ -414,14 +443,78 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         page=side_by_side["page"],
         redirect=side_by_side["redirect"],
         cpu_ms_per_request=cpu_ms,
+        signed={f"signed{s}": side_by_side[f"signed{s}"] for s in SIGNED_PATHS if signed_targets},
+        bare_signed={f"signed{s}": side_by_side[f"bare_signed{s}"] for s in SIGNED_PATHS if signed_targets},
+        signed_ratio_to_bare={
+            f"signed{s}": _ratio(side_by_side[f"signed{s}"], side_by_side[f"bare_signed{s}"])
+            for s in SIGNED_PATHS
+            if signed_targets
+        },
     )
 
 
+@contextlib.contextmanager
+def serving_signed(
+    state_dir: Path, workdir: Path, workers: int
+) -> Iterator[tuple[dict[str, tuple[str, dict[str, str]]], int]]:
+    """A second gunicorn on the same state with a signing key, its bare views sending the bytes
+    and headers its endpoint sends; yields the signed rows' targets and the server's pid."""
+    signed_dir = workdir / "signed"
+    signed_dir.mkdir()
+    body_file, headers_file = signed_dir / STATIC_NAME, signed_dir / "headers.json"
+    port = free_port()
+    site = f"http://127.0.0.1:{port}"
+    ours_url = f"{site}/{ENDPOINT_PATH}"
+    env = site_env(state_dir, body_file, workdir)
+    # In the server's environment only: never written to disk, never printed.
+    env["CRAFT_APPS_SIGNING_KEY"] = signing.private_key_text(signing.generate())
+    env[BARE_HEADERS_ENV] = str(headers_file)
+    command = gunicorn_command(port, workers)
+    with running(command, env=env, log=workdir / "gunicorn-signed.log", ready_url=ours_url) as server:
+        body = _get(ours_url)
+        forms = {"": body, **{f".{c}": settled_form(ours_url, body, c, workers) for c in BARE_CODINGS}}
+        for suffix, content in forms.items():
+            (signed_dir / (STATIC_NAME + suffix)).write_bytes(content)
+        sent = {
+            "": _headers(ours_url, {}),
+            **{f".{c}": _headers(ours_url, {"Accept-Encoding": c}) for c in BARE_CODINGS},
+        }
+        if any(signing.HEADER not in headers for headers in sent.values()):
+            raise RuntimeError(f"the endpoint with a signing key sends no {signing.HEADER}")
+        etag = sent[""]["ETag"]
+        revalidate = {"Accept-Encoding": "br, gzip", "If-None-Match": etag}
+        sent[f".{BARE_NOT_MODIFIED}"] = _headers(ours_url, revalidate)
+        headers_file.write_text(
+            json.dumps({suffix: sorted(headers.items()) for suffix, headers in sent.items()})
+        )
+        targets: dict[str, tuple[str, dict[str, str]]] = {
+            "signed": (ours_url, {}),
+            "bare_signed": (f"{site}/{bare_path()}", {}),
+            **{f"signed_{c}": (ours_url, {"Accept-Encoding": c}) for c in BARE_CODINGS},
+            **{f"bare_signed_{c}": (f"{site}/{bare_path(c)}", {"Accept-Encoding": c}) for c in BARE_CODINGS},
+            "signed_not_modified": (ours_url, revalidate),
+            "bare_signed_not_modified": (f"{site}/{bare_path(BARE_NOT_MODIFIED)}", {}),
+        }
+        # The bare views must send what ours sends: the same bytes, the same headers.
+        for ours, suffix in (("signed", ""), *((f"signed_{c}", f".{c}") for c in BARE_CODINGS)):
+            url, headers = targets[f"bare_{ours}"]
+            if _get(url, headers) != forms[suffix] or _headers(url, headers) != sent[suffix]:
+                raise RuntimeError(f"the bare view of {ours} doesn't send the endpoint's bytes and headers")
+        url, _ = targets["bare_signed_not_modified"]
+        if _headers(url, {}) != sent[f".{BARE_NOT_MODIFIED}"]:
+            raise RuntimeError("the bare 304 doesn't send the signed endpoint's headers")
+        yield targets, server.pid
+
+
 def interleaved(
-    targets: dict[str, tuple[str, dict[str, str]]], options: EndpointOptions, tool: str, server_pid: int
+    targets: dict[str, tuple[str, dict[str, str]]],
+    options: EndpointOptions,
+    tool: str,
+    server_pid: int,
+    pids: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, LoadResult], dict[str, float]]:
     """Each target's load, in ``ROUNDS`` rounds that take the targets in turn, and the server's
-    CPU milliseconds per request of each.
+    CPU milliseconds per request of each (``server_pid``'s, or the one ``pids`` names for it).
 
     Compared paths so share the machine's moments: on a machine where other work comes and goes
     (two cores, other jobs), back-to-back runs of 10 s each would compare different moments.
@@ -433,7 +526,8 @@ def interleaved(
         _warm_up(url, options.workers * 4, headers)
     for _ in range(rounds):
         for name, (url, headers) in targets.items():
-            result, used = _load_with_cpu(server_pid, url, headers, options.seconds / rounds, options, tool)
+            pid = (pids or {}).get(name, server_pid)
+            result, used = _load_with_cpu(pid, url, headers, options.seconds / rounds, options, tool)
             results[name].append(result)
             cpu_s[name] += used
     merged = {name: merge_results(parts) for name, parts in results.items()}
@@ -517,6 +611,20 @@ def _header(url: str, name: str) -> str:
         return str(answer.headers[name])
 
 
+def _headers(url: str, headers: dict[str, str]) -> dict[str, str]:
+    """Of ``SIGNED_HEADERS``, those a GET of ``url`` answers (a 304's too)."""
+    request = urllib.request.Request(url, headers=headers)
+    try:
+        with _OPENER.open(request, timeout=10) as answer:
+            sent = answer.headers
+    except urllib.error.HTTPError as err:
+        if err.code != 304:
+            raise
+        with err:
+            sent = err.headers
+    return {name: str(sent[name]) for name in SIGNED_HEADERS if name in sent}
+
+
 def _warm_up(url: str, requests: int, headers: dict[str, str] | None = None) -> None:
     for _ in range(requests):
         _fetch(url, headers)
@@ -595,6 +703,7 @@ def markdown(report: EndpointReport) -> str:
             "redirect",
             f"{redirect_ratio:.2f} of our plain endpoint (by CPU {by_cpu('redirect', 'ours'):.2f})",
         ),
+        *signed_rows(report, row, by_cpu),
         row(
             static_name,
             report.static,
@@ -633,8 +742,55 @@ def markdown(report: EndpointReport) -> str:
             f"{by_cpu('redirect', 'ours'):.2f}); "
             f"p99 under {P99_TARGET_MS:g} ms (measured "
             f"{_ms(report.ours.p99_ms)}, {_ms(report.under_change.p99_ms)} under changes).",
+            *signed_targets_line(report, by_cpu),
         ]
     )
+
+
+Row = tuple[str, ...]
+
+
+def signed_rows(
+    report: EndpointReport,
+    row: Callable[[str, LoadResult, str, str], Row],
+    by_cpu: Callable[[str, str], float],
+) -> list[Row]:
+    """With --signing: each signed path beside its bare view with the same bytes and headers."""
+    rows = []
+    for key in report.signed:
+        name = SIGNED_PATHS[key.removeprefix("signed")]
+        ratio = report.signed_ratio_to_bare[key]
+        rows += [
+            row(
+                f"our endpoint, signed, {name}",
+                report.signed[key],
+                key,
+                f"{ratio:.2f} of the bare view (by CPU {by_cpu(key, f'bare_{key}'):.2f})",
+            ),
+            row(
+                f"bare Django view, same bytes and headers, {name}",
+                report.bare_signed[key],
+                f"bare_{key}",
+                "",
+            ),
+        ]
+    return rows
+
+
+def signed_targets_line(report: EndpointReport, by_cpu: Callable[[str, str], float]) -> list[str]:
+    if not report.signed:
+        return []
+    measured = ", ".join(
+        f"{SIGNED_PATHS[key.removeprefix('signed')]} {report.signed_ratio_to_bare[key]:.2f}"
+        for key in report.signed
+    )
+    cpu = ", ".join(f"{by_cpu(key, f'bare_{key}'):.2f}" for key in report.signed)
+    return [
+        "",
+        f"Signing (a second gunicorn with `SIGNING_KEY`, its rows in the same rounds): each signed path at "
+        f"least {SIGNED_TARGET} of a bare view sending the same bytes and the same {signing.HEADER}, "
+        f"ETag, Cache-Control and Vary (measured: {measured}; by CPU {cpu}).",
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -645,6 +801,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=defaults.workers, help="gunicorn workers")
     parser.add_argument("--loadgen", choices=["auto", "wrk", "python"], default=defaults.loadgen)
     parser.add_argument("--static", choices=["auto", "nginx", "python"], default=defaults.static)
+    parser.add_argument(
+        "--signing",
+        action="store_true",
+        help="also the endpoint with a signing key beside bare views sending its bytes and headers",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures and their Markdown here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -654,6 +815,7 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.workers,
         loadgen=args.loadgen,
         static=args.static,
+        signing=args.signing,
     )
     report = run_endpoint_benchmark(options)
     return finish(report, markdown(report), args.json)

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = [
     "--hosts", "3", "--hours", "2", "--releases", "4", "--kill-hours", "1.2",
     "--flood", "100", "--flood-minutes", "3", "--big-hosts", "6", "--big-hours", "0.5",
-    "--seconds", "1", "--connections", "4",
+    "--seconds", "1", "--connections", "4", "--signing",
     "--launcher-hours", "1", "--launcher-releases", "2",
     "--rounds", "20", "--idle-ticks", "10", "--health-check-ticks", "3", "--health-check-scale", "0.001",
 ]  # fmt: skip
@@ -93,10 +93,16 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         assert result["requests"] > 0 and result["errors"] == 0
     assert endpoint["coded_bytes"]["br"] < endpoint["coded_bytes"]["gzip"] < endpoint["body_bytes"] / 5
     assert endpoint["not_modified_ratio"] > 0 and set(endpoint["coded_ratio_to_bare"]) == {"br", "gzip"}
+    signed_paths = {"signed", "signed_br", "signed_gzip", "signed_not_modified"}
+    assert set(endpoint["signed"]) == set(endpoint["bare_signed"]) == set(endpoint["signed_ratio_to_bare"])
+    assert set(endpoint["signed"]) == signed_paths, "--signing: each path signed beside its bare view"
+    for result in (*endpoint["signed"].values(), *endpoint["bare_signed"].values()):
+        assert result["requests"] > 0 and result["errors"] == 0
+    assert all(ratio > 0 for ratio in endpoint["signed_ratio_to_bare"].values())
     cpu = endpoint["cpu_ms_per_request"]
     assert set(cpu) == {
         "ours", "bare", "ours_br", "ours_gzip", "bare_br", "bare_gzip", "not_modified", "bare_not_modified",
-        "page", "redirect", "static", "under_change",
+        "page", "redirect", "static", "under_change", *signed_paths, *(f"bare_{key}" for key in signed_paths),
     }  # fmt: skip
     assert cpu["ours"] > 0 and cpu["page"] > 0 and cpu["redirect"] > 0
 
@@ -124,6 +130,10 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         assert f"### {title}" in figures_part
     assert "| downloads page (" in figures_part and "| a download redirect (302) |" in figures_part
     assert "| server CPU / request |" in figures_part
+    assert (
+        "| our endpoint, signed, brotli |" in figures_part
+        and "each signed path at least 0.95" in figures_part
+    )
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
 
 

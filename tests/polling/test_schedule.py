@@ -14,6 +14,7 @@ from craft_apps.polling.schedule import (
     backoff_after,
     is_due,
     jittered,
+    last_answer_ms,
     requested_due,
     startup_delay_ms,
     tick_delay_ms,
@@ -180,6 +181,32 @@ class TestRequestedRefresh:
         assert not requested_due(NOW, last, NO_BACKOFF, NOW)
         assert requested_due(NOW, last, NO_BACKOFF, NOW + 1)
         assert not requested_due(NOW, NOW + 3 * S, NO_BACKOFF, NOW), "a last request ahead of our clock"
+
+    def test_the_gap_is_also_counted_from_the_last_answer_a_new_process_reads_back(self):
+        """A restarted poller knows no request of its own: the state file's last answer (a
+        fetch, a 304 or a failure) keeps the gap, whichever of the two times is the later."""
+        answered = NOW - REFRESH_GAP_MS + 1
+        assert not requested_due(NOW, None, NO_BACKOFF, NOW, last_answer_ms=answered)
+        assert requested_due(NOW, None, NO_BACKOFF, NOW + 1, last_answer_ms=answered)
+        asked_long_ago = NOW - 60 * S
+        assert not requested_due(NOW, asked_long_ago, NO_BACKOFF, NOW, last_answer_ms=answered)
+        assert requested_due(NOW, asked_long_ago, NO_BACKOFF, NOW + 1, last_answer_ms=answered)
+        # The later request governs when the answer is the older time.
+        assert not requested_due(NOW, NOW - 2 * S, NO_BACKOFF, NOW + 1, last_answer_ms=NOW - 60 * S)
+        assert requested_due(NOW, None, NO_BACKOFF, NOW, last_answer_ms=NOW - REFRESH_GAP_MS)
+        assert not requested_due(NOW, None, NO_BACKOFF, NOW, last_answer_ms=NOW + 3 * S), "ahead of our clock"
+
+    def test_a_request_started_since_answers_it_whatever_the_last_answer(self):
+        assert not requested_due(
+            NOW - 5 * S, NOW - 5 * S, NO_BACKOFF, NOW + 60 * S, last_answer_ms=NOW - 90 * S
+        )
+
+    def test_last_answer_is_the_later_of_the_fetch_and_the_failure(self):
+        assert last_answer_ms(app()) is None
+        assert last_answer_ms(app(fetched=NOW - 5 * S)) == NOW - 5 * S
+        assert last_answer_ms(app(fetched=NOW - 5 * S, failed=NOW - 2 * S, failures=1)) == NOW - 2 * S
+        assert last_answer_ms(app(fetched=NOW, failed=NOW - 90 * S, failures=1)) == NOW
+        assert last_answer_ms(app(failed=NOW - 7 * S, failures=2)) == NOW - 7 * S
 
     def test_never_during_a_backoff(self):
         assert not requested_due(NOW, None, Backoff(until_ms=NOW + 1, trouble=1), NOW)

@@ -1,0 +1,85 @@
+"""A refresh asked for right after an answer, as real processes against the GitHub stand-in:
+`poll_craft_releases --once` asks about every app, `craft_apps_refresh` asks for one app again
+(as a webhook would), and a new `--once` process right away asks GitHub nothing about it. The
+10 s between two requests about one app is counted from the state file's last answer, which a
+restarted poller reads back, not from the memory of the process that asked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from craft_apps.clock import SystemClock
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.polling.schedule import MIN_REQUEST_GAP_MS
+from craft_apps.testing.fake_github import FakeGitHub
+from tests.polling.test_command import APPS, ROOT, Poller, github, poller_env, pollers
+from tests.support import ONE_AT_A_TIME
+
+__all__ = ["github", "poller_env", "pollers"]  # the fixtures, shared with test_command
+
+pytestmark = pytest.mark.slow
+
+# The restarted run must decide within the gap of the last answer for this test to tell
+# anything; it starts within a second or two on an idle machine.
+DECIDED_WITHIN_S = 8.0
+
+
+def answered_now(state_dir: Path, key: str) -> int:
+    """Moves the app's last answer in the state file to now, as a fetch this instant would:
+    the gap then starts here, whatever the first run's start-up cost. Returns that instant."""
+    store = StateStore(state_dir)
+    store.open_for_writing()
+    lease = Lease(store, holder="test-answered-now", clock=SystemClock())
+    try:
+        assert lease.try_acquire() and lease.fence is not None, "the --once run left the lease held"
+        now_ms = SystemClock().now_ms()
+        state = store.read().apps[key]
+        assert state.fetched_ms is not None, "the first run fetched the app"
+        assert store.put_app(key, replace(state, fetched_ms=now_ms), fence=lease.fence)
+    finally:
+        lease.release()
+        store.close()
+    return now_ms
+
+
+@ONE_AT_A_TIME
+def test_a_restarted_poller_keeps_10_s_between_two_requests_about_an_app(
+    pollers: Callable[..., Poller], poller_env: dict[str, str], github: FakeGitHub, state_dir: Path
+):
+    app = APPS[0]
+    first = pollers("--once")
+    assert first.finish() == 0, first.output()
+    assert [r.repo for r in github.requests_for(app.repo)] == [app.repo], "the first run asked"
+    github.reset_requests()
+
+    started = time.monotonic()
+    answered_now(state_dir, app.key)
+    refresh = subprocess.run(
+        [sys.executable, "manage.py", "craft_apps_refresh", app.key],
+        cwd=ROOT, env=poller_env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refresh.returncode == 0, refresh.stderr
+    assert f"Marked {app.key} due in this host's state file" in refresh.stdout, refresh.stdout
+    second = pollers("--once")
+    status = second.finish(timeout=60)
+    elapsed = time.monotonic() - started
+    assert elapsed < DECIDED_WITHIN_S, (
+        f"the refresh and the second --once took {elapsed:.1f} s after the last answer: too close to "
+        f"the {MIN_REQUEST_GAP_MS // 1000} s gap for this test to tell anything (a loaded machine?)"
+    )
+    assert status == 0, second.output()
+    # It took the refresh; --once prints no line for a refresh the gap holds back, so the
+    # stand-in's count of requests is the proof that it held.
+    assert f"a refresh of {app.key} was asked for on this host" in second.output(), second.output()
+    assert github.requests_for(app.repo) == [], (
+        "a restarted poller asked GitHub again about an app answered seconds ago: " + second.output()
+    )
+    assert github.requests == [], "nor about the other app, fresh too"
