@@ -139,4 +139,6 @@ class PollingLoop:
                 if self.once or not self.wakeups.wait(tick_delay_ms(clock.random()) / 1000):
                     return
         finally:
+            if lease.is_held() and not poller.fence_lost:
+                self.wakeups.keep_pending()
             lease.keep_file_with(None)

@@ -21,6 +21,7 @@ from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import RedisOperation, RedisTrouble
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateUnavailable
+from craft_apps.instants import format_ms
 from craft_apps.polling.poller import Poller
 from craft_apps.polling.schedule import WAKE_CHECK_MS
 
@@ -92,6 +93,29 @@ class WakeUps:
         except StateUnavailable as err:
             logger.warning("Craft app releases: couldn't clear the due marks taken: %s", err)
         return news
+
+    def keep_pending(self) -> None:
+        """Puts the refreshes still waiting (the 10 s gap, another host's claim) back on the
+        host's state file as the poller stops, with one line each: the next run (a ``--once``,
+        a restart) takes them again instead of their being dropped with this process."""
+        pending = self.poller.requests.pending()
+        if self.host_marks is None or not pending:
+            return
+        for app, requested_ms in sorted(pending.items()):
+            try:
+                self.host_marks.mark([app], requested_ms, shared=True)
+            except StateUnavailable as err:
+                logger.warning(
+                    "Craft app releases: couldn't keep the refresh of %s for the next run: %s", app, err
+                )
+                continue
+            logger.info(
+                "Craft app releases: the refresh of %s asked for at %s isn't answered yet (the 10 s "
+                "between two requests about an app, a backoff or another host's claim); kept on the "
+                "state file for the next run.",
+                app,
+                format_ms(requested_ms),
+            )
 
     def _pass_on(self, app: str, requested_ms: int, now_ms: int) -> None:
         """A mark the web worker couldn't share: shares it now, so the fleet hears of it."""
