@@ -35,7 +35,9 @@ def test_a_tag_names_its_version(tag: str, expected: str) -> None:
     assert str(tag_version(tag)) == expected
 
 
-@pytest.mark.parametrize("tag", ["nightly", "2025.01", "v1.2", "release-1.2.3", "", "@", "v", "1.2.3.4", "01.2.3"])
+@pytest.mark.parametrize(
+    "tag", ["nightly", "2025.01", "v1.2", "release-1.2.3", "", "@", "v", "1.2.3.4", "01.2.3"]
+)
 def test_a_tag_that_is_not_a_version_names_none(tag: str) -> None:
     assert tag_version(tag) is None
 
@@ -79,7 +81,10 @@ def test_a_tag_that_is_not_a_version_never_beats_a_versioned_one() -> None:
 
 def test_when_the_stable_tag_is_not_a_version_the_publish_time_decides() -> None:
     stable = tagged("stable-build", day=5)
-    later, earlier = tagged("nightly-2", prerelease=True, day=6), tagged("v9.0.0-rc.1", prerelease=True, day=4)
+    later, earlier = (
+        tagged("nightly-2", prerelease=True, day=6),
+        tagged("v9.0.0-rc.1", prerelease=True, day=4),
+    )
     assert newest(stable, [later, earlier]) == later
     assert newest(stable, [earlier]) == stable
     assert newest(stable, [tagged("nightly-tie", prerelease=True, day=5)]) == stable  # a tie: stable
