@@ -11,51 +11,31 @@ an app's row or nothing. Each function runs inside its caller's transaction.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from craft_apps.codec import release_from_dict, release_to_dict
-from craft_apps.compat import UTC
-from craft_apps.domain import Release, is_stored_etag, is_stored_repo, is_stored_time
+from craft_apps.codec import decode_releases, encode_releases
+from craft_apps.domain import (
+    MAX_HISTORY,
+    HistoryFetch,
+    Release,
+    is_stored_etag,
+    is_stored_repo,
+    is_stored_time,
+    newest_first,
+)
 from craft_apps.host.database import has_table
 from craft_apps.host.schema import HISTORY_TABLE, bump_version
 from craft_apps.text import one_line
 
-MAX_HISTORY = 100  # releases kept per app: bounded, whatever a writer hands over
+__all__ = ["MAX_HISTORY", "HistoryFetch", "decode_history", "encode_history", "put_history", "read_history"]
 
 _UPSERT = (
     f"INSERT INTO {HISTORY_TABLE} (key, releases_json, etag, fetched_ms, repo) VALUES (?, ?, ?, ?, ?)"
     " ON CONFLICT (key) DO UPDATE SET releases_json = excluded.releases_json, etag = excluded.etag,"
     " fetched_ms = excluded.fetched_ms, repo = excluded.repo"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class HistoryFetch:
-    """Where an app's history came from: the release list's ETag and fetch time (None when it
-    was only assembled from releases seen one by one) and the repository it is of."""
-
-    etag: str | None = None
-    fetched_ms: int | None = None
-    repo: str | None = None
-
-
-def newest_first(releases: Sequence[Release]) -> tuple[Release, ...]:
-    """One release per tag (the first given wins), newest first by ``published_at`` (a release
-    without one last), at most ``MAX_HISTORY``."""
-    seen: set[str] = set()
-    unique = []
-    for release in releases:
-        if release.tag not in seen:
-            seen.add(release.tag)
-            unique.append(release)
-    unique.sort(key=lambda release: release.published_at or _EPOCH, reverse=True)  # stable
-    return tuple(unique[:MAX_HISTORY])
 
 
 def read_history(db: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -111,24 +91,6 @@ def encode_history(
     except Exception as err:
         raise ValueError(f"app {key!r}: the history cannot be encoded ({one_line(err)})") from err
     return text, fetch.etag, fetch.fetched_ms, fetch.repo
-
-
-def encode_releases(releases: Sequence[Release]) -> str:
-    """The releases as one compact JSON list of ``codec``'s stored objects."""
-    return json.dumps([release_to_dict(r) for r in releases], separators=(",", ":"), ensure_ascii=False)
-
-
-def decode_releases(text: object) -> tuple[Release, ...]:
-    """The inverse of ``encode_releases``, sorted newest first. Raises ValueError."""
-    if not isinstance(text, str):
-        raise ValueError("the releases are not text")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"the releases are not JSON: {err}") from None
-    if not isinstance(data, list):
-        raise ValueError("the releases are not a list")
-    return newest_first([release_from_dict(item) for item in data])
 
 
 def _decode_row(row: tuple[Any, ...]) -> tuple[str, tuple[Release, ...], HistoryFetch]:
