@@ -6,13 +6,17 @@ look). ``BetaApps`` is what the poller asks before each round (which apps need t
 history): the read runs in a thread of its own and the poller waits for it at most
 ``READ_BOUND_S``; when the database fails or is slower than that, the poller goes on with the
 last set it read (none before the first) and one line is logged when the trouble starts and
-one when it ends. A read still running is never doubled: the next ask gets the last set.
+one when it ends. A read still running is never doubled: the next ask gets the last set. The
+poller asks for each app it fetches; a set read less than ``FRESH_S`` ago is answered as it is,
+so the database is read at most about once a second, as the web processes' feed reads it.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
+from collections.abc import Callable
 
 from django.db import close_old_connections, router
 
@@ -21,7 +25,8 @@ from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
-READ_BOUND_S = 2.0  # what the poller waits for the database, at most, per round
+READ_BOUND_S = 2.0  # what the poller waits for the database, at most, per read
+FRESH_S = 1.0  # a set read this recently is answered without a read
 
 
 def read_beta_apps(using: str | None = None) -> frozenset[str]:
@@ -36,8 +41,16 @@ class BetaApps:
     """The poller's view of the beta setting: ``beta_apps()`` never raises and waits at most
     ``bound_s``."""
 
-    def __init__(self, bound_s: float = READ_BOUND_S) -> None:
+    def __init__(
+        self,
+        bound_s: float = READ_BOUND_S,
+        fresh_s: float = FRESH_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.bound_s = bound_s
+        self.fresh_s = fresh_s
+        self._monotonic = monotonic
+        self._read_at = float("-inf")
         self._lock = threading.Lock()
         self._known: frozenset[str] = frozenset()
         self._reading: threading.Thread | None = None
@@ -48,6 +61,9 @@ class BetaApps:
 
     def beta_apps(self) -> frozenset[str]:
         with self._lock:
+            if self._monotonic() - self._read_at < self.fresh_s:
+                return self._known
+            self._read_at = self._monotonic()  # an attempt, answered or not, waits its turn
             reading = self._reading
             if reading is None or not reading.is_alive():
                 reading = self._reading = threading.Thread(

@@ -186,7 +186,9 @@ def test_the_beta_answer_is_signed_with_its_channel_as_the_variant(channels: Pat
         verdict = signing.verify(response.content, response.headers, [KEY_A.public], now, variant=variant)
         assert verdict.accepted, (url, verdict)
         other = "beta" if variant == "" else ""
-        assert not signing.verify(response.content, response.headers, [KEY_A.public], now, variant=other).accepted
+        assert not signing.verify(
+            response.content, response.headers, [KEY_A.public], now, variant=other
+        ).accepted
 
 
 def test_the_download_link_and_the_page_take_the_channel(channels: Path):

@@ -150,7 +150,11 @@ def test_health_metrics_and_the_webhook_are_in_the_schema_as_they_answer(client)
 def test_the_release_info_documents_the_channel_parameter():
     operation = generate()["paths"]["/v1/craft_apps/release_info"]["get"]
     [parameter] = operation["parameters"]
-    assert (parameter["name"], parameter["in"], parameter.get("required", False)) == ("channel", "query", False)
+    assert (parameter["name"], parameter["in"], parameter.get("required", False)) == (
+        "channel",
+        "query",
+        False,
+    )
     assert parameter["schema"] == {"type": "string", "enum": ["beta", "stable"], "default": "stable"}
     assert "prereleases" in parameter["description"]
     error = operation["responses"]["400"]["content"]["application/json"]["schema"]
