@@ -40,23 +40,32 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from itertools import cycle
 from pathlib import Path
 
 from bench.loadgen import LoadResult, merge_results, run_load, wrk_available
 from bench.report import finish, markdown_table
-from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_HEADERS_ENV, BARE_NOT_MODIFIED, bare_path
+from bench.site_paths import (
+    BARE_BETA,
+    BARE_BODY_ENV,
+    BARE_CODINGS,
+    BARE_HEADERS_ENV,
+    BARE_NOT_MODIFIED,
+    bare_path,
+)
 from craft_apps import signing
 from craft_apps.api.answer import RECHECK_S
 from craft_apps.api.representation import best_brotli
 from craft_apps.clock import SystemClock
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppState
+from craft_apps.domain import AppState, Release
 from craft_apps.github.parsing import parse_release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.instants import format_ms
 from craft_apps.testing.demo_releases import demo_releases
+from craft_apps.versions import tag_version
 from tests.support import free_port
 
 logger = logging.getLogger(__name__)
@@ -112,6 +121,10 @@ class EndpointReport:
     not_modified_ratio: float  # the 304 path's requests/s over the plain 200 path's
     bare_not_modified: LoadResult  # a bare view's empty 304: the floor of any revalidation
     not_modified_ratio_to_bare: float
+    beta: LoadResult  # ?channel=beta, every app on beta, some with a newer prerelease
+    bare_beta: LoadResult  # a bare view serving the beta answer's bytes
+    beta_ratio_to_bare: float
+    beta_bytes: int
     page: LoadResult  # the downloads page, one variant
     redirect: LoadResult  # a download link's 302
     # The server's CPU time per request, by load: the report's field names (ours_br for
@@ -127,8 +140,13 @@ class EndpointReport:
 # --- The state and the servers ---------------------------------------------------------------
 
 
+PRERELEASE_APPS = 3  # the first apps (by key) get a newer prerelease in their history
+
+
 def fill_state(state_dir: Path) -> None:
-    """The 13 demo releases, parsed as the poller parses GitHub's answers, all fresh."""
+    """The 13 demo releases, parsed as the poller parses GitHub's answers, all fresh; the first
+    ``PRERELEASE_APPS`` apps also have a release candidate of their next minor version in their
+    history, which the beta channel serves."""
     store = StateStore(state_dir)
     store.open_for_writing()
     lease = Lease(store, holder="bench-fill", clock=SystemClock())
@@ -141,8 +159,49 @@ def fill_state(state_dir: Path) -> None:
         release = parse_release(body, app.repo)
         state = AppState(latest_release=release, fetched_ms=now_ms, etag=f'"{app.key}-demo"')
         store.put_app(app.key, state, fence=lease.fence)
+        history: tuple[Release, ...] = (release,)
+        if app.key in sorted(a.key for a in DEFAULT_APPS)[:PRERELEASE_APPS]:
+            history = (_next_candidate(release), release)
+        store.put_history(app.key, history, fence=lease.fence, repo=app.repo)
     lease.release()
     store.close()
+
+
+def _next_candidate(stable: Release) -> Release:
+    """A release candidate of the minor version after ``stable``'s, a day later."""
+    version = tag_version(stable.tag)
+    if version is None:
+        raise RuntimeError(f"the demo tag {stable.tag} is not a version")
+    candidate = f"{version.bump_minor()}-rc.1"
+    return replace(
+        stable,
+        tag=f"v{candidate}",
+        version=candidate,
+        name=f"{stable.name} {candidate}",
+        prerelease=True,
+        published_at=None if stable.published_at is None else stable.published_at + timedelta(days=1),
+        html_url=stable.html_url.replace(stable.tag, f"v{candidate}"),
+    )
+
+
+def prepare_site_database(env: dict[str, str], workdir: Path) -> None:
+    """Migrates the benchmark site's database and turns beta on for every app, as an operator
+    would (``craft_apps_notices import``)."""
+    document = {
+        "format": "craft_apps_notices",
+        "version": 1,
+        "app_channels": [
+            {"id": i + 1, "app_key": app.key, "beta": True} for i, app in enumerate(DEFAULT_APPS)
+        ],
+    }
+    channels = workdir / "channels.json"
+    channels.write_text(json.dumps(document))
+    for command in (["migrate", "--noinput", "-v", "0"], ["craft_apps_notices", "import", str(channels)]):
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *command], env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {command[0]} failed: {done.stderr.strip()[-500:]}")
 
 
 @contextlib.contextmanager
@@ -343,6 +402,8 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         static_url = f"http://127.0.0.1:{static_port}/{STATIC_NAME}"
         page_url, redirect_url = f"{site}/{PAGE_PATH}", f"{site}/{REDIRECT_PATH}"
         env = site_env(state_dir, body_file, workdir)
+        prepare_site_database(env, workdir)
+        beta_url = f"{ours_url}?channel=beta"
         cpu_ms: dict[str, float] = {}
 
         def load(name: str, url: str, server: subprocess.Popen[bytes]) -> LoadResult:
@@ -362,8 +423,14 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             for suffix, content in (("", body), *((f".{c}", coded[c]) for c in BARE_CODINGS)):
                 (www / (STATIC_NAME + suffix)).write_bytes(content)
                 (www / (STATIC_NAME + suffix)).chmod(0o644)
+            beta_body = _get(beta_url)
+            if beta_body == body:
+                raise RuntimeError("the beta channel serves the stable answer: no prerelease in it")
+            (www / f"{STATIC_NAME}.{BARE_BETA}").write_bytes(beta_body)
             if _get(bare_url) != body:
                 raise RuntimeError("the bare view doesn't serve the endpoint's bytes")
+            if _get(f"{site}/{bare_path(BARE_BETA)}") != beta_body:
+                raise RuntimeError("the bare beta view doesn't serve the beta answer's bytes")
             for coding in BARE_CODINGS:
                 if _get(f"{site}/{bare_path(coding)}", {"Accept-Encoding": coding}) != coded[coding]:
                     raise RuntimeError(f"the bare {coding} view doesn't serve the endpoint's bytes")
@@ -386,6 +453,8 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
                     **{f"bare_{c}": (f"{site}/{bare_path(c)}", {"Accept-Encoding": c}) for c in BARE_CODINGS},
                     "not_modified": (ours_url, {"Accept-Encoding": "br, gzip", "If-None-Match": etag}),
                     "bare_not_modified": (f"{site}/{bare_path(BARE_NOT_MODIFIED)}", {}),
+                    "beta": (beta_url, {}),
+                    "bare_beta": (f"{site}/{bare_path(BARE_BETA)}", {}),
                     "page": (page_url, {}),
                     "redirect": (redirect_url, {}),
                     **signed_targets,
@@ -440,6 +509,10 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         not_modified_ratio=_ratio(not_modified, ours),
         bare_not_modified=bare_not_modified,
         not_modified_ratio_to_bare=_ratio(not_modified, bare_not_modified),
+        beta=side_by_side["beta"],
+        bare_beta=side_by_side["bare_beta"],
+        beta_ratio_to_bare=_ratio(side_by_side["beta"], side_by_side["bare_beta"]),
+        beta_bytes=len(beta_body),
         page=side_by_side["page"],
         redirect=side_by_side["redirect"],
         cpu_ms_per_request=cpu_ms,
@@ -691,6 +764,14 @@ def markdown(report: EndpointReport) -> str:
             f"(by CPU {by_cpu('not_modified', 'bare_not_modified'):.2f})",
         ),
         row("bare Django view, empty 304", report.bare_not_modified, "bare_not_modified", ""),
+        row(
+            "our endpoint, ?channel=beta, plain",
+            report.beta,
+            "beta",
+            f"{report.beta_bytes:,} bytes; {report.beta_ratio_to_bare:.2f} of the bare view "
+            f"(by CPU {by_cpu('beta', 'bare_beta'):.2f})",
+        ),
+        row("bare Django view, same beta bytes", report.bare_beta, "bare_beta", ""),
         row(
             f"downloads page ({report.page_bytes:,} bytes)",
             report.page,

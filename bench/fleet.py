@@ -68,7 +68,7 @@ from craft_apps.polling.schedule import (
 )
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
-from craft_apps.source import FetchOutcome
+from craft_apps.source import FetchOutcome, ListOutcome
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest
@@ -249,6 +249,10 @@ class CountingSource:
         if self.after_request is not None:
             self.after_request(repo)
         return outcome
+
+    def fetch_releases(self, repo: str, etag: str | None, *, per_page: int) -> ListOutcome:
+        self.stats.request_times_ms.append(self.clock.now_ms())
+        return self.client.fetch_releases(repo, etag, per_page=per_page)
 
     def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None:
         return self.client.rejudge(release, repo, web_url)

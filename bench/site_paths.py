@@ -8,6 +8,7 @@ BARE_HEADERS_ENV = "BENCH_BARE_HEADERS_FILE"
 BARE_PATH = "bench/bare"
 # /bench/bare/<coding> returns the bytes of <file>.<coding> with that Content-Encoding.
 BARE_CODINGS = ("br", "gzip")
+BARE_BETA = "beta"  # /bench/bare/beta returns the bytes of <file>.beta: the beta channel's answer
 BARE_NOT_MODIFIED = "304"  # /bench/bare/304: an empty 304, the floor of any revalidation
 
 

@@ -17,7 +17,14 @@ from pathlib import Path
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.urls import path
 
-from bench.site_paths import BARE_BODY_ENV, BARE_CODINGS, BARE_HEADERS_ENV, BARE_NOT_MODIFIED, bare_path
+from bench.site_paths import (
+    BARE_BETA,
+    BARE_BODY_ENV,
+    BARE_CODINGS,
+    BARE_HEADERS_ENV,
+    BARE_NOT_MODIFIED,
+    bare_path,
+)
 from config.urls import urlpatterns as site_urlpatterns
 
 _bodies: dict[str, bytes] = {}
@@ -54,6 +61,10 @@ def bare_coded(coding: str) -> Callable[[HttpRequest], HttpResponse]:
     return view
 
 
+def bare_beta(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(_body(f".{BARE_BETA}"), content_type="application/json")
+
+
 def bare_not_modified(request: HttpRequest) -> HttpResponse:
     return _with_headers(HttpResponseNotModified(), f".{BARE_NOT_MODIFIED}")
 
@@ -62,5 +73,6 @@ urlpatterns = [
     *site_urlpatterns,
     path(bare_path(), bare),
     *(path(bare_path(coding), bare_coded(coding)) for coding in BARE_CODINGS),
+    path(bare_path(BARE_BETA), bare_beta),
     path(bare_path(BARE_NOT_MODIFIED), bare_not_modified),
 ]

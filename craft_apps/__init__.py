@@ -10,7 +10,8 @@ and fake clock the tests, the demo and the benchmarks run on (not in the wheel).
 Beneath them: ``domain`` the shared types and their rules, ``source`` what the poller asks of a
 release source, ``instants`` times, ``codec`` a release's stored JSON, ``clock`` time as a
 dependency, ``text`` outside text made one line, ``compat`` what Python 3.11 added (for 3.10),
-``signing`` the answer's Ed25519 signature and its verifier, ``conf`` every setting, ``checks``
+``signing`` the answer's Ed25519 signature and its verifier, ``versions`` which release is
+newest by version precedence (the beta channel), ``conf`` every setting, ``checks``
 every system check. Where Django looks: ``apps``, ``models``, ``admin``, ``urls`` (and
 ``migrations``). ``install_example`` applies the install snippet to a new site.
 """

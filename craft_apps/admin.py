@@ -4,6 +4,10 @@ Each list shows whether an item is served now (the window rule in ``notices.item
 by it, and searches the texts. An item's page previews the JSON launchers receive with that
 item; each list previews everything served now. Validation is the model's (``full_clean``),
 whose messages say what to fix. Publishing or unpublishing several items at once is an action.
+
+Beside them, each app's channel setting (``AppChannel``): whether its beta channel is on, and
+whether the key names a configured app (a setting for a key no app has is kept, and applied
+when one has it). Turning beta on or off for several apps at once is an action.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
+from craft_apps.conf import app_settings
 from craft_apps.notices.feed import load_scheduled
 from craft_apps.notices.items import Notices, Visibility
-from craft_apps.notices.models import Alert, Announcement, AppRename, Notice, RepoRename
+from craft_apps.notices.models import Alert, Announcement, AppChannel, AppRename, Notice, RepoRename
 
 
 def launcher_json(notices: Notices) -> str:
@@ -143,3 +148,31 @@ class AlertAdmin(NoticeAdmin):
     contract_fields = ("title", "body", "maybe_web_link", "created_at")
     list_display = ("title", "maybe_web_link", "served", "visible_from", "visible_until", "created_at")
     search_fields = ("title", "body", "maybe_web_link")
+
+
+@admin.register(AppChannel)
+class AppChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    fields = ("app_key", "beta", "configured", "updated_at")
+    readonly_fields = ("configured", "updated_at")
+    list_display = ("app_key", "beta", "configured", "updated_at")
+    list_filter = ("beta",)
+    search_fields = ("app_key",)
+    actions = ("beta_on", "beta_off")
+
+    @admin.display(description="configured app")
+    def configured(self, item: AppChannel) -> str:
+        if not item.app_key:
+            return "-"
+        names = {app.key: app.name for app in app_settings.APPS}
+        name = names.get(item.app_key.lower())
+        return name if name is not None else "no configured app has this key (kept, applied when one has)"
+
+    @admin.action(description="Turn beta on for the selected apps")
+    def beta_on(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = queryset.update(beta=True, updated_at=timezone.now())
+        self.message_user(request, f"Beta on for {count}; launchers asking for beta see it within a second.")
+
+    @admin.action(description="Turn beta off for the selected apps")
+    def beta_off(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        count = queryset.update(beta=False, updated_at=timezone.now())
+        self.message_user(request, f"Beta off for {count}; launchers asking for beta see it within a second.")

@@ -9,6 +9,7 @@ caller treats the entry as absent instead of serving it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from craft_apps.domain import (
@@ -18,6 +19,7 @@ from craft_apps.domain import (
     CraftAppPackageType,
     Release,
     ReleaseAsset,
+    newest_first,
 )
 from craft_apps.instants import format_rfc3339, instant_or_none
 
@@ -66,6 +68,25 @@ def decode_release(text: str) -> Release | None:
     except (TypeError, json.JSONDecodeError) as err:
         raise ValueError(f"release is not JSON: {err}") from None
     return None if data is None else release_from_dict(data)
+
+
+def encode_releases(releases: Sequence[Release]) -> str:
+    """A history: the releases as one compact JSON list of the objects above."""
+    return json.dumps([release_to_dict(r) for r in releases], separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_releases(text: object) -> tuple[Release, ...]:
+    """The inverse of ``encode_releases``, kept newest first (``domain.newest_first``). Raises
+    ``ValueError`` for anything malformed, one bad release spoiling the whole list."""
+    if not isinstance(text, str):
+        raise ValueError("the releases are not text")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the releases are not JSON: {err}") from None
+    if not isinstance(data, list):
+        raise ValueError("the releases are not a list")
+    return newest_first([release_from_dict(item) for item in data])
 
 
 def release_from_dict(data: object) -> Release:

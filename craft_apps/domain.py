@@ -8,8 +8,9 @@ as a timestamp and stays a ``datetime``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 
 from craft_apps.compat import StrEnum
 
@@ -69,6 +70,33 @@ class Release:
     prerelease: bool
     notes_markdown: str
     assets: tuple[ReleaseAsset, ...] = ()
+
+
+MAX_HISTORY = 100  # releases kept in one app's history: bounded, whatever a writer hands over
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def newest_first(releases: Sequence[Release]) -> tuple[Release, ...]:
+    """One release per tag (the first given wins), newest first by ``published_at`` (a release
+    without one last), at most ``MAX_HISTORY``: the order of every stored history."""
+    seen: set[str] = set()
+    unique = []
+    for release in releases:
+        if release.tag not in seen:
+            seen.add(release.tag)
+            unique.append(release)
+    unique.sort(key=lambda release: release.published_at or _EPOCH, reverse=True)  # stable
+    return tuple(unique[:MAX_HISTORY])
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFetch:
+    """Where an app's history came from: GitHub's release list's ETag and fetch time (None when
+    it was only assembled from releases seen one by one) and the repository it is of."""
+
+    etag: str | None = None
+    fetched_ms: int | None = None
+    repo: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
 """Django finds an app's models here; they live in ``craft_apps.notices.models``."""
 
-from craft_apps.notices.models import Alert, Announcement, AppRename, NoticesVersion, RepoRename
+from craft_apps.notices.models import Alert, Announcement, AppChannel, AppRename, NoticesVersion, RepoRename
 
-__all__ = ["Alert", "Announcement", "AppRename", "NoticesVersion", "RepoRename"]
+__all__ = ["Alert", "Announcement", "AppChannel", "AppRename", "NoticesVersion", "RepoRename"]

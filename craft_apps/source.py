@@ -2,7 +2,8 @@
 
 The poller (``craft_apps.polling``) is written against this module only; GitHub
 (``craft_apps.github``) implements it, and is the only source today. ``ReleaseSource`` asks for
-one repository's latest release and never raises: every answer is one of the outcomes below.
+one repository's latest release and never raises: every answer is one of the outcomes below;
+``ReleaseListSource`` asks for its recent releases (the history) the same way.
 ``ReleaseRules`` judges a stored release again by the rules a fresh answer passes (a state file
 written before an upgrade, or a fleet entry from a host that doesn't apply a rule). ``Source``
 is both, which is what a poller process is built with. Nothing here does I/O.
@@ -67,10 +68,39 @@ class Failed:
 FetchOutcome = Fetched | NotModified | RateLimited | Failed
 
 
+@dataclass(frozen=True)
+class ListedRelease:
+    """One release of a list, with the assets of it not served by reason (``DROP_REASONS``)."""
+
+    release: Release
+    dropped: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ListFetched:
+    """A repository's recent releases, in the source's order (newest first), drafts left out;
+    empty when it has none (or no such repository). ``refused``: one line for each release
+    the rules refused whole, safe to log."""
+
+    releases: tuple[ListedRelease, ...]
+    etag: str | None
+    refused: tuple[str, ...] = ()
+
+
+ListOutcome = ListFetched | NotModified | RateLimited | Failed
+
+
 class ReleaseSource(Protocol):
     """Asks for a repository's latest release, revalidating ``etag`` when given; never raises."""
 
     def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome: ...
+
+
+class ReleaseListSource(Protocol):
+    """Asks for a repository's ``per_page`` most recent releases (published and prereleases),
+    revalidating ``etag`` when given; never raises. A 304 is ``NotModified`` as for the latest."""
+
+    def fetch_releases(self, repo: str, etag: str | None, *, per_page: int) -> ListOutcome: ...
 
 
 class ReleaseRules(Protocol):
@@ -80,5 +110,6 @@ class ReleaseRules(Protocol):
     def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None: ...
 
 
-class Source(ReleaseSource, ReleaseRules, Protocol):
-    """A source and the rules its releases are judged by (``craft_apps.github.GitHubClient``)."""
+class Source(ReleaseSource, ReleaseListSource, ReleaseRules, Protocol):
+    """A source, its release list and the rules its releases are judged by
+    (``craft_apps.github.GitHubClient``)."""

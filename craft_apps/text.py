@@ -16,3 +16,15 @@ def one_line(text: object, limit: int | None = None) -> str:
     if limit is not None and len(line) > limit:
         return line[:limit] + ELLIPSIS
     return line
+
+
+QUOTED_MAX = 40
+
+
+def quoted(value: str, limit: int = QUOTED_MAX) -> str:
+    """``value`` quoted for a one-line reason sent back to its sender: each unprintable
+    character a ``?``, at most ``limit`` characters."""
+    printable = "".join(c if c.isprintable() else "?" for c in value)
+    if len(printable) > limit:
+        printable = printable[:limit] + ELLIPSIS
+    return f"'{printable}'"

@@ -80,7 +80,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     endpoint = figures["endpoint"]
     assert endpoint["body_bytes"] > 50_000, "13 realistic releases"
     assert endpoint["page_bytes"] > 50_000, "the downloads page lists them all"
-    for name in ("ours", "bare", "page", "redirect", "static", "under_change"):
+    for name in ("ours", "bare", "beta", "bare_beta", "page", "redirect", "static", "under_change"):
         assert endpoint[name]["requests"] > 0 and endpoint[name]["errors"] == 0, name
         assert endpoint[name]["p99_ms"] >= endpoint[name]["p50_ms"] > 0, name
     assert endpoint["changes_published"] >= 1 and endpoint["last_change_served"]
@@ -102,8 +102,11 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     cpu = endpoint["cpu_ms_per_request"]
     assert set(cpu) == {
         "ours", "bare", "ours_br", "ours_gzip", "bare_br", "bare_gzip", "not_modified", "bare_not_modified",
-        "page", "redirect", "static", "under_change", *signed_paths, *(f"bare_{key}" for key in signed_paths),
+        "beta", "bare_beta", "page", "redirect", "static", "under_change",
+        *signed_paths, *(f"bare_{key}" for key in signed_paths),
     }  # fmt: skip
+    assert endpoint["beta_bytes"] > endpoint["body_bytes"] > 50_000, "the beta answer lists rcs as well"
+    assert endpoint["beta_ratio_to_bare"] > 0
     assert cpu["ours"] > 0 and cpu["page"] > 0 and cpu["redirect"] > 0
 
     launcher = figures["launcher"]

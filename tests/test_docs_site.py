@@ -30,6 +30,7 @@ PAGES = (
     "endpoint",
     "signed-feed",
     "renames-and-notices",
+    "channels",
     "downloads",
     "poller",
     "webhook",

@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "instants": 0,
     "clock": 0,
     "codec": 1,
+    "versions": 1,  # the beta channel's version precedence: pure
     "signing": 1,  # the Ed25519 signature and its reference verifier: pure, for launcher authors
     "conf": 2,
     "source": 2,  # what the poller asks of a release source and its answers; github implements it

@@ -1,8 +1,14 @@
-"""The endpoint's answer, kept per state version: built from the host's state file once per
-version and kept in every coding, the last good one served when the file can't be read.
+"""The endpoint's answer, kept per state version and channel: built from the host's state file
+once per version and channel and kept in every coding, the last good one served when the file
+can't be read.
 
 One ``AnswerCache`` per web process, held by the process's runtime (``api.runtime``), which
-gives it the state file's store and the notices to serve.
+gives it the state file's store, the notices to serve and the apps on beta (both from the
+notices feed's background look). The stable answer is made as before channels; the beta
+answer (``channels.beta_release_info``) is made from the same snapshot of the state file,
+once per stable answer and set of apps on beta, and when it lists the same releases it takes
+the stable answer's bytes (and brotli and gzip forms) as they are: nothing is encoded twice.
+``encoded`` counts the answers encoded (the benchmark prints it per state version).
 """
 
 from __future__ import annotations
@@ -11,16 +17,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from craft_apps.api.answer import RECHECK_S, build_release_info
 from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
-from craft_apps.api.representation import EncodedAnswer, Refiner, represent
+from craft_apps.api.channels import STABLE, beta_release_info, variant
+from craft_apps.api.representation import EncodedAnswer, Refiner, SignatureSlot, represent
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.conf import app_settings
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
-from craft_apps.host.store import StateStore, StateUnavailable
+from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
 from craft_apps.notices.items import NO_NOTICES, Notices
 from craft_apps.signing import SigningConfig
 
@@ -29,11 +37,24 @@ from craft_apps.signing import SigningConfig
 logger = logging.getLogger("craft_apps.api.views")
 
 
-def encode_answer(release_info: ReleaseInfo, notices: Notices = NO_NOTICES) -> EncodedAnswer:
+def encode_answer(
+    release_info: ReleaseInfo, notices: Notices = NO_NOTICES, channel: str = STABLE
+) -> EncodedAnswer:
     response: dict[str, Any] = {"success": True, "release_info": release_info, **notices.contract()}
     data = GetCraftAppsReleaseInfoResponseSerializer(response).data
     cache_control = CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE
-    return represent(data, cache_control, release_info)
+    answer = represent(data, cache_control, release_info)
+    return answer if channel == STABLE else replace(answer, variant=variant(channel))
+
+
+def as_channel(answer: EncodedAnswer, channel: str) -> EncodedAnswer:
+    """``answer``'s bytes as ``channel``'s answer (its own variant and signature)."""
+    if channel == STABLE:
+        return answer
+    return replace(answer, variant=variant(channel), signature=SignatureSlot())
+
+
+_NO_SNAPSHOT = StateSnapshot(0)
 
 
 class AnswerCache:
@@ -53,21 +74,63 @@ class AnswerCache:
         recheck_s: float = RECHECK_S,
         monotonic: Callable[[], float] = time.monotonic,
         refiner: Refiner | None = None,
+        beta_apps: Callable[[], frozenset[str]] = frozenset,
     ) -> None:
         self.recheck_s = recheck_s
         self._store = store  # the process's one store of a state directory
         self._notices = notices  # what the feed's background look left; never waits, never raises
+        self._beta_apps = beta_apps  # as the notices: what the same look left
         self._monotonic = monotonic
         self._refiner = refiner or Refiner()
         self._lock = threading.Lock()
         self._key: tuple[Path, tuple[tuple[int, ...] | None, int], tuple[AppSpec, ...], Notices] | None = None
         self._answer: EncodedAnswer | None = None  # the last good one
+        self._snapshot = _NO_SNAPSHOT  # what the last good one was made from
+        # Per channel but the stable one: (what it was made from, the answer).
+        self._channels: dict[str, tuple[object, EncodedAnswer]] = {}
+        self.encoded = 0  # answers encoded (JSON, gzip, brotli), all channels
         self._failure: str | None = None
         # What was served last, and until when it stands without a look.
         self._served: tuple[EncodedAnswer, float] | None = None
         self.signing: SigningConfig | None = None  # the keys that sign what was served
 
-    def answer(self) -> EncodedAnswer:
+    def answer(self, channel: str = STABLE) -> EncodedAnswer:
+        """The answer of ``channel`` (one of ``channels.CHANNELS``)."""
+        stable = self._stable()
+        if channel == STABLE:
+            return stable
+        with self._lock:
+            key, snapshot, current = self._key, self._snapshot, self._answer
+        if current is None or current.body is not stable.body:
+            key, snapshot = None, _NO_SNAPSHOT  # a fallback answer: nothing fetched to add to
+        beta = self._beta_apps()
+        made_from = (stable.body, stable.cache_control, key, beta)
+        kept = self._channels.get(channel)
+        if kept is not None and kept[0] == made_from:
+            return kept[1]
+        apps = key[2] if key is not None else app_settings.APPS
+        info = beta_release_info(
+            stable.release_info,
+            apps,
+            beta,
+            snapshot.history,
+            snapshot.history_fetches,
+            app_settings.GITHUB_WEB_URL,
+        )
+        if info is stable.release_info:
+            answer = as_channel(stable, channel)
+        else:
+            answer = self._encode(info, key[3] if key is not None else NO_NOTICES, channel)
+        with self._lock:
+            self._channels[channel] = (made_from, answer)
+        self._refiner.offer(answer, self._refined)
+        return answer
+
+    def _encode(self, info: ReleaseInfo, notices: Notices, channel: str = STABLE) -> EncodedAnswer:
+        self.encoded += 1
+        return encode_answer(info, notices, channel)
+
+    def _stable(self) -> EncodedAnswer:
         now = self._monotonic()
         served = self._served
         if served is not None and now < served[1]:
@@ -96,9 +159,10 @@ class AnswerCache:
             return self._fallback(apps, str(err), notices)
         except Exception as err:  # the endpoint never fails, whatever the state file does
             return self._fallback(apps, f"{type(err).__name__}: {err}", notices)
-        answer = encode_answer(build_release_info(apps, snapshot.apps, app_settings.GITHUB_WEB_URL), notices)
+        answer = self._encode(build_release_info(apps, snapshot.apps, app_settings.GITHUB_WEB_URL), notices)
         with self._lock:
             self._key, self._answer = (store.path, (marker[0], snapshot.version), apps, notices), answer
+            self._snapshot = snapshot
         self._readable_again(store)
         self._refiner.offer(answer, self._refined)
         return self._answer or answer  # the refined one when the refiner ran at once
@@ -114,6 +178,9 @@ class AnswerCache:
         with self._lock:
             if self._answer is answer:
                 self._answer = better
+            for channel, (made_from, kept) in list(self._channels.items()):
+                if kept is answer:
+                    self._channels[channel] = (made_from, better)
             served = self._served
             if served is not None and served[0] is answer:
                 self._served = (better, served[1])
@@ -130,9 +197,10 @@ class AnswerCache:
             if self._answer is not None:
                 return self._answer
         nothing = build_release_info(apps, dict[str, AppState](), app_settings.GITHUB_WEB_URL)
-        return encode_answer(nothing, notices)
+        return self._encode(nothing, notices)
 
     def clear(self) -> None:
         """Forgets every answer: the next request looks at the settings and the state file."""
         with self._lock:
             self._key, self._answer, self._failure, self._served = None, None, None, None
+            self._snapshot, self._channels = _NO_SNAPSHOT, {}

@@ -9,6 +9,8 @@ what an endpoint request costs, and the only URLs ever redirected to are the ``d
 of stored assets, which the release parser accepted (links into the repository's own releases).
 
 ``choose`` is the one rule for "which file": the redirect and the downloads page both call it.
+``?channel=beta`` redirects to a file of the release the beta channel's answer lists
+(``channels``); an unknown channel is a 400 of the same form as the 404.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
+from craft_apps.api.channels import ChannelRefused, requested_channel, schema_parameter
 from craft_apps.api.runtime import runtime
 from craft_apps.domain import (
     AssetPlatform,
@@ -40,6 +43,7 @@ from craft_apps.domain import (
     ReleaseAsset,
     ReleaseInfo,
 )
+from craft_apps.text import quoted
 
 # Package types tried in this order when the request names none. The macOS command-line tools
 # (cli_zip) and AppImage update data (app_image_zsync) are never chosen on their own.
@@ -61,7 +65,6 @@ _UNKNOWN_CPU_ORDER: dict[CraftAppOs, tuple[CraftAppArch, ...]] = {
     CraftAppOs.MACOS: (CraftAppArch.UNIVERSAL, CraftAppArch.ARM64, CraftAppArch.X64),
 }
 _DEFAULT_CPU_ORDER = (CraftAppArch.X64, CraftAppArch.ARM64, CraftAppArch.X86)
-_MAX_SHOWN_CHARS = 40
 
 
 def arch_order(os: CraftAppOs, arch: CraftAppArch | None) -> tuple[CraftAppArch, ...]:
@@ -149,14 +152,22 @@ def _member(enum: type[E], value: str, what: str) -> E | Missing:
 
 
 def shown(value: str) -> str:
-    """``value`` quoted for a one-line message: printable characters only, at most 40."""
-    printable = "".join(c if c.isprintable() else "?" for c in value)
-    if len(printable) > _MAX_SHOWN_CHARS:
-        printable = printable[:_MAX_SHOWN_CHARS] + "…"
-    return f"'{printable}'"
+    """``value`` quoted for a one-line message (``text.quoted``)."""
+    return quoted(value)
 
 
 # --- HTTP --------------------------------------------------------------------------------------
+
+
+def refused(request: HttpRequest, reason: str, status: int, *, cacheable: bool = True) -> HttpResponse:
+    """``{"success": false, "error": reason}`` with ``status``: what the endpoints answer a
+    request they can't serve (``cacheable``: a cache may keep it a minute)."""
+    body = json.dumps({"success": False, "error": reason}, ensure_ascii=False).encode()
+    response = HttpResponse(
+        b"" if request.method == "HEAD" else body, status=status, content_type="application/json"
+    )
+    response["Cache-Control"] = FRESH_FOR_A_MINUTE if cacheable else NOT_CACHEABLE
+    return response
 
 
 def respond(
@@ -166,14 +177,12 @@ def respond(
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"
         return response
-    found = find_download(runtime().answers.answer().release_info, app_key, os, arch, package_type)
+    channel = requested_channel(request)
+    if isinstance(channel, ChannelRefused):
+        return refused(request, channel.reason, 400)
+    found = find_download(runtime().answers.answer(channel).release_info, app_key, os, arch, package_type)
     if isinstance(found, Missing):
-        body = json.dumps({"success": False, "error": found.reason}, ensure_ascii=False).encode()
-        response = HttpResponse(
-            b"" if request.method == "HEAD" else body, status=404, content_type="application/json"
-        )
-        response["Cache-Control"] = FRESH_FOR_A_MINUTE if found.cacheable else NOT_CACHEABLE
-        return response
+        return refused(request, found.reason, 404, cacheable=found.cacheable)
     response = HttpResponse(status=302)
     response["Location"] = found.download_url
     response["Cache-Control"] = FRESH_FOR_A_MINUTE
@@ -208,10 +217,18 @@ _PATH_PARAMETERS = [
     _enum_parameter(
         "arch", "CraftAppArch", "The CPU. On macOS a universal build is chosen before the exact CPU's."
     ),
+    schema_parameter(
+        "The channel whose release to link to: `stable` (or no parameter), or `beta` (the release "
+        "`release_info?channel=beta` lists)."
+    ),
 ]
 _RESPONSES: dict[int, Any] = {
     302: OpenApiResponse(
         description="`Location` is the file on GitHub; `Cache-Control: public, max-age=60`."
+    ),
+    400: OpenApiResponse(
+        CraftAppsDownloadErrorSerializer,
+        description="An unknown channel, an empty one, or `channel` given more than once.",
     ),
     404: OpenApiResponse(
         CraftAppsDownloadErrorSerializer,

@@ -138,9 +138,25 @@ class HostCollector:
         for rule in RULES:
             by_rule.add_metric([rule], sum(problem.rule == rule for problem in problems))
         yield by_rule
+        yield _channel_metrics(policy.apps)
         if view.problem is None:
             yield from _poller_metrics(view, policy, now_ms)
             yield from _app_metrics(view, policy, now_ms)
+
+
+def _channel_metrics(apps: Iterable[str]) -> Metric:
+    """Each app's beta setting as the web process serves it (the notices feed's last look)."""
+    feed = runtime().feed
+    feed.current()  # starts a look when one is due, as an answer does; never waits on the database
+    beta = feed.beta_apps()
+    gauge = GaugeMetricFamily(
+        "craft_apps_app_beta",
+        "1 when the app's beta channel is on (release_info?channel=beta serves its prereleases).",
+        labels=["app"],
+    )
+    for key in apps:
+        gauge.add_metric([key], int(key in beta))
+    return gauge
 
 
 def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[Metric]:

@@ -1,5 +1,6 @@
-"""The downloads pages, rendered once per state version and variant and kept while what they
-show is unchanged (a revalidation only moves fetch times).
+"""The downloads pages, rendered once per state version, channel and variant and kept while
+what they show is unchanged (a revalidation only moves fetch times). Each channel's pages are
+kept apart (by the answer's variant), so asking for one channel never drops the other's.
 
 One ``PageCache`` per web process, held by the process's runtime (``api.runtime``); the pages
 themselves are rendered by ``pages``.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from craft_apps.api.representation import EncodedAnswer
 from craft_apps.domain import ReleaseInfo
@@ -40,28 +41,41 @@ class PageCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._source: EncodedAnswer | None = None
-        self._inputs: tuple[object, ...] | None = None
-        self._pages: dict[Hashable, RenderedPage] = {}
+        self._kept: dict[str, _Kept] = {}  # per answer variant (channel)
 
     def page(self, answer: EncodedAnswer, key: Hashable, render: Callable[[], RenderedPage]) -> RenderedPage:
         """The page ``key`` names for ``answer``: kept, else ``render``'s (kept when a 200)."""
         with self._lock:
-            if answer is not self._source:
+            kept = self._kept.setdefault(answer.variant, _Kept())
+            if answer is not kept.source:
                 inputs = page_inputs(answer.release_info)
-                if inputs != self._inputs:
-                    self._pages = {}
-                self._source, self._inputs = answer, inputs
-            page = self._pages.get(key)
+                if inputs != kept.inputs:
+                    kept.pages = {}
+                kept.source, kept.inputs = answer, inputs
+            page = kept.pages.get(key)
         if page is not None:
             return page
         page = render()
         if page.status == 200:  # an unknown key is not kept: anyone can make up many
             with self._lock:
-                if self._source is answer and len(self._pages) < self.MAX_PAGES:
-                    self._pages[key] = page
+                if kept.source is answer and len(kept.pages) < self.MAX_PAGES:
+                    kept.pages[key] = page
         return page
 
     def clear(self) -> None:
         with self._lock:
-            self._source, self._inputs, self._pages = None, None, {}
+            self._kept = {}
+
+    def __len__(self) -> int:
+        """How many pages are kept, every channel's."""
+        with self._lock:
+            return sum(len(kept.pages) for kept in self._kept.values())
+
+
+@dataclass
+class _Kept:
+    """One channel's pages and the answer they were rendered for."""
+
+    source: EncodedAnswer | None = None
+    inputs: tuple[object, ...] | None = None
+    pages: dict[Hashable, RenderedPage] = field(default_factory=dict)

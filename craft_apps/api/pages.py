@@ -9,7 +9,9 @@ A page is rendered once per state version (the endpoint's answer, from the proce
 variant (the detected system) and app, and kept while what it shows is unchanged
 (``page_cache``); a request that finds it costs about what an endpoint request costs.
 ``Vary`` names the headers the variant comes from, and ``Accept-CH`` asks for the CPU hints.
-Cache-Control follows the endpoint: cacheable once every app was fetched.
+Cache-Control follows the endpoint: cacheable once every app was fetched. ``?channel=beta``
+shows the releases of the beta channel's answer (``channels``), and its links (to the other
+pages and to the download redirects) keep the channel; an unknown channel is a 400.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 
 from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
-from craft_apps.api.downloads import choose
+from craft_apps.api.channels import STABLE, ChannelRefused, query, requested_channel
+from craft_apps.api.downloads import choose, refused
 from craft_apps.api.page_cache import RenderedPage
 from craft_apps.api.platforms import ACCEPT_CH, ARCH_TITLES, OS_TITLES, VARY, Visitor, detect_visitor
 from craft_apps.api.runtime import runtime
@@ -97,7 +100,7 @@ def _row(asset: ReleaseAsset) -> FileRow:
     return FileRow(asset.name, asset.download_url, asset.size_bytes, asset.sha256, kind)
 
 
-def _cards(key: str, app: AppReleaseInfo, visitor: Visitor) -> tuple[PlatformCard, ...]:
+def _cards(key: str, app: AppReleaseInfo, visitor: Visitor, stay: str) -> tuple[PlatformCard, ...]:
     release = app.latest_release
     if release is None:
         return ()
@@ -111,9 +114,12 @@ def _cards(key: str, app: AppReleaseInfo, visitor: Visitor) -> tuple[PlatformCar
         main = (choose(files, os, visitor.arch) if yours else None) or choose(files, os, None)
         href = ""
         if main is not None and main.platform is not None and main.platform.arch is not None:
-            href = reverse(
-                "craft_apps:download",
-                kwargs={"app_key": key, "os": os.value, "arch": main.platform.arch.value},
+            href = (
+                reverse(
+                    "craft_apps:download",
+                    kwargs={"app_key": key, "os": os.value, "arch": main.platform.arch.value},
+                )
+                + stay
             )
         cards.append(
             PlatformCard(
@@ -128,7 +134,7 @@ def _cards(key: str, app: AppReleaseInfo, visitor: Visitor) -> tuple[PlatformCar
     return tuple(cards)
 
 
-def _section(key: str, app: AppReleaseInfo, visitor: Visitor) -> AppSection:
+def _section(key: str, app: AppReleaseInfo, visitor: Visitor, stay: str = "") -> AppSection:
     release = app.latest_release
     return AppSection(
         key=key,
@@ -140,18 +146,22 @@ def _section(key: str, app: AppReleaseInfo, visitor: Visitor) -> AppSection:
         published_at=release.published_at if release else None,
         notes_url=release.html_url if release else None,
         prerelease=release.prerelease if release else False,
-        cards=_cards(key, app, visitor),
+        cards=_cards(key, app, visitor, stay),
         other_files=tuple(
             _row(a)
             for a in (release.assets if release else ())
             if a.platform is None or a.platform.os not in DESKTOP_OSES
         ),
-        page_url=reverse("craft_apps:app_downloads", kwargs={"app_key": key}),
+        page_url=reverse("craft_apps:app_downloads", kwargs={"app_key": key}) + stay,
     )
 
 
-def page_context(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> dict[str, Any] | None:
-    """The template's context, or None when ``app_key`` names no configured app."""
+def page_context(
+    info: ReleaseInfo, visitor: Visitor, app_key: str | None, channel: str = STABLE
+) -> dict[str, Any] | None:
+    """The template's context, or None when ``app_key`` names no configured app; its links
+    stay on ``channel``."""
+    stay = query(channel)
     if app_key is not None and app_key not in info.apps:
         return None
     launcher = info.apps.get(LAUNCHER_KEY)
@@ -159,22 +169,25 @@ def page_context(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> di
     return {
         "visitor": visitor,
         "visitor_title": visitor.describe(),
-        "launcher": None if launcher is None else _section(LAUNCHER_KEY, launcher, visitor),
-        "apps": [_section(k, info.apps[k], visitor) for k in keys if k != LAUNCHER_KEY],
+        "launcher": None if launcher is None else _section(LAUNCHER_KEY, launcher, visitor, stay),
+        "apps": [_section(k, info.apps[k], visitor, stay) for k in keys if k != LAUNCHER_KEY],
         "single": None if app_key is None else info.apps[app_key].name,
-        "index_url": reverse("craft_apps:downloads"),
+        "index_url": reverse("craft_apps:downloads") + stay,
     }
 
 
 # --- Rendered once per state version and variant (page_cache keeps it) ----------------------------
 
 
-def render_page(info: ReleaseInfo, visitor: Visitor, app_key: str | None) -> RenderedPage:
-    context = page_context(info, visitor, app_key)
+def render_page(
+    info: ReleaseInfo, visitor: Visitor, app_key: str | None, channel: str = STABLE
+) -> RenderedPage:
+    context = page_context(info, visitor, app_key, channel)
     status = 200
     if context is None:
         status = 404
-        context = {"missing": app_key, "index_url": reverse("craft_apps:downloads"), "apps": []}
+        index = reverse("craft_apps:downloads") + query(channel)
+        context = {"missing": app_key, "index_url": index, "apps": []}
     body = render_to_string(TEMPLATE, context).encode("utf-8")
     fetched = info.last_fetched is not None and status == 200
     return RenderedPage(
@@ -190,13 +203,16 @@ def respond(request: HttpRequest, app_key: str | None = None) -> HttpResponse:
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"
         return response
+    channel = requested_channel(request)
+    if isinstance(channel, ChannelRefused):
+        return refused(request, channel.reason, 400)
     visitor = detect_visitor(request.META)
     web = runtime()
-    answer = web.answers.answer()
+    answer = web.answers.answer(channel)
     page = web.pages.page(
         answer,
         (app_key, visitor, get_script_prefix()),
-        lambda: render_page(answer.release_info, visitor, app_key),
+        lambda: render_page(answer.release_info, visitor, app_key, channel),
     )
     not_modified = page.status == 200 and request.META.get("HTTP_IF_NONE_MATCH") == page.etag
     response = HttpResponse(

@@ -54,7 +54,9 @@ class Runtime:
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.feed = feed or NoticesFeed(clock=self.clock)
-        self.answers = AnswerCache(self.store, self.notices, recheck_s, monotonic, refiner)
+        self.answers = AnswerCache(
+            self.store, self.notices, recheck_s, monotonic, refiner, self.feed.beta_apps
+        )
         self.pages = PageCache()
         # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):
         # said once, not at every request.

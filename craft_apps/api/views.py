@@ -9,6 +9,11 @@ tiny version query); ``Accept-Encoding`` picks the coding (``negotiation``). ``C
 created yet, or deleted and not yet made anew by the poller), the answer is the last good one
 this process served, else the not-fetched-yet answer (``no-store``), and one log line says why.
 The answer comes from the process's runtime (``runtime().answers``, an ``answer_cache``).
+
+``?channel=beta`` asks for the beta channel's answer (``channels``), which keeps every rule
+above with its own bytes and ETag; no ``channel`` or ``channel=stable`` is the stable answer,
+as before channels. Any other ``channel`` is a 400 with ``{"success": false, "error": "<one
+line>"}``, as a download's 404 is.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
+from craft_apps.api.channels import ChannelRefused, requested_channel, schema_parameter
+from craft_apps.api.downloads import CraftAppsDownloadErrorSerializer, refused
 from craft_apps.api.metrics import count_answer
 from craft_apps.api.negotiation import IDENTITY, choose_encoding
 from craft_apps.api.representation import signed_form
@@ -45,7 +52,21 @@ class ReleaseInfoView(APIView):
         description="Every configured app with its latest release, assets, renames and notices. "
         "Never fails: apps not fetched yet are listed without `latest_release` and "
         "`app_last_fetched`, and the answer is `Cache-Control: no-store` until every app was fetched.",
-        responses={200: GetCraftAppsReleaseInfoResponseSerializer},
+        parameters=[
+            schema_parameter(
+                "The channel. `stable` (or no parameter): each app's latest stable release. "
+                "`beta`: each app whose beta channel the operator turned on has as `latest_release` "
+                "the newest of its releases, prereleases included, by SemVer precedence of the tag; "
+                "every other app is listed as on `stable`. Each channel's answer has its own ETag."
+            )
+        ],
+        responses={
+            200: GetCraftAppsReleaseInfoResponseSerializer,
+            400: OpenApiResponse(
+                CraftAppsDownloadErrorSerializer,
+                description="An unknown channel, an empty one, or `channel` given more than once.",
+            ),
+        },
     )
     def get(self, request: HttpRequest) -> HttpResponse:
         return respond(request)
@@ -59,8 +80,11 @@ class ReleaseInfoView(APIView):
 
 
 def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpResponse:
+    channel = requested_channel(request)
+    if isinstance(channel, ChannelRefused):
+        return refused(request, channel.reason, 400)
     answers = runtime().answers
-    answer = answers.answer()
+    answer = answers.answer(channel)
     signed = signed_form(answer, answers.signing, now())  # its ETag and signature (none without a key)
     response: HttpResponse
     if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), signed.etag):

@@ -47,8 +47,9 @@ from redis.typing import EncodableT, FieldT
 from craft_apps.codec import decode_release
 from craft_apps.compat import StrEnum
 from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
-from craft_apps.domain import Backoff, Release, newer_wins
+from craft_apps.domain import Backoff, HistoryFetch, Release, newer_wins
 from craft_apps.fleet import entry as shared_entry
+from craft_apps.fleet import history as shared_history
 from craft_apps.fleet.connection import describe_error
 from craft_apps.fleet.entry import SharedAppEntry, SharedFailure
 
@@ -435,6 +436,44 @@ class SharedStore:
                 key,
                 "; ".join(problems),
             )
+
+    # -- histories (``fleet.history``) ----------------------------------------------------
+
+    def history_key(self, app: str) -> str:
+        return shared_history.history_key(self._prefix, app)
+
+    def read_histories(self, app_keys: Sequence[str]) -> list[shared_history.SharedHistory | None]:
+        """The shared history of each of ``app_keys`` (in order; None when absent or
+        unreadable, an unreadable one logged once), in one round trip (none for no key)."""
+        keys = [self.history_key(app) for app in app_keys]
+        replies = self._pipelined("reading the shared histories", [("HGETALL", key) for key in keys])
+        found: list[shared_history.SharedHistory | None] = []
+        for key, reply in zip(keys, replies, strict=True):
+            fields, problems = self._hash_reply(key, reply)
+            history = None
+            if fields:
+                try:
+                    history = shared_history.decode_history(fields)
+                except ValueError as err:
+                    problems = (*problems, str(err))
+            self._report(key, problems)
+            found.append(history)
+        return found
+
+    def write_history(self, app_key: str, releases: Sequence[Release], fetch: HistoryFetch) -> bool:
+        """Shares an app's history, whole, unless Redis holds one of a later release list
+        (``newer_wins``); False then, or when ``fetch`` has no time (a history only assembled
+        from releases seen one by one stays this host's)."""
+        if fetch.fetched_ms is None:
+            return False
+        write = GuardedWrite(
+            key=self.history_key(app_key),
+            time_field=shared_history.FIELD_FETCHED_MS,
+            time_ms=fetch.fetched_ms,
+            fields=shared_history.history_fields(releases, fetch),
+            full=True,
+        )
+        return self.apply(write)
 
     # -- guarded writes -------------------------------------------------------------------
 

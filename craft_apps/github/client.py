@@ -1,7 +1,8 @@
 """One request to GitHub for a repository's latest release, as a typed outcome: GitHub as the
 poller's ``craft_apps.source.Source``.
 
-Contract: ``GitHubClient.fetch_latest_release`` never raises; every answer becomes ``Fetched``,
+Contract: ``GitHubClient.fetch_latest_release`` (and ``fetch_releases``, the release list of
+the history) never raises; every answer becomes ``Fetched``,
 ``NotModified``, ``RateLimited`` or ``Failed`` (``craft_apps.source``, with a one-line reason);
 ``rejudge`` applies ``parsing``'s rules to a stored release. ``GitHubClient.from_settings`` is
 the client the settings describe. Invariants: the token is
@@ -45,8 +46,17 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from craft_apps.clock import Clock
 from craft_apps.conf import app_settings
 from craft_apps.domain import GitHubQuota, Release
-from craft_apps.github.parsing import ReleaseRejected, read_release, rejudge
-from craft_apps.source import Failed, Fetched, FetchOutcome, NotModified, RateLimited
+from craft_apps.github.parsing import ReleaseRejected, read_release, read_release_list, rejudge
+from craft_apps.source import (
+    Failed,
+    Fetched,
+    FetchOutcome,
+    ListedRelease,
+    ListFetched,
+    ListOutcome,
+    NotModified,
+    RateLimited,
+)
 from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
@@ -145,6 +155,7 @@ class GitHubClient:
 
     def fetch_latest_release(self, repo: str, etag: str | None) -> FetchOutcome:
         """``GET {api_url}/repos/{repo}/releases/latest``, revalidated with ``etag`` when given."""
+        outcome: FetchOutcome | ListOutcome
         try:
             outcome = self._fetch(repo, etag)
         except Exception as exc:  # the contract is "never raises"; a bug here must not stop polling
@@ -152,18 +163,38 @@ class GitHubClient:
             logger.error("Fetching the latest release of %s failed unexpectedly: %s", repo, outcome.reason)
         if isinstance(outcome, Failed):
             outcome = Failed(self._scrub(outcome.reason))
+        assert not isinstance(outcome, ListFetched)
+        return outcome
+
+    def fetch_releases(self, repo: str, etag: str | None, *, per_page: int = 20) -> ListOutcome:
+        """``GET {api_url}/repos/{repo}/releases?per_page=N``, revalidated with ``etag`` when
+        given (the list's own ETag); every entry judged by ``parsing``'s one set of rules."""
+        outcome: FetchOutcome | ListOutcome
+        try:
+            outcome = self._fetch(repo, etag, per_page=max(1, min(per_page, 100)))
+        except Exception as exc:  # "never raises", as for the latest
+            outcome = Failed(f"unexpected error: {type(exc).__name__}")
+            logger.error("Fetching the releases of %s failed unexpectedly: %s", repo, outcome.reason)
+        if isinstance(outcome, Failed):
+            return Failed(self._scrub(outcome.reason))
+        assert not isinstance(outcome, Fetched)
         return outcome
 
     def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None:
         """``parsing.rejudge``: a stored release judged by today's rules, as if GitHub sent it."""
         return rejudge(release, repo, web_url)
 
-    def _fetch(self, repo: str, etag: str | None) -> FetchOutcome:
+    def _fetch(
+        self, repo: str, etag: str | None, *, per_page: int | None = None
+    ) -> FetchOutcome | ListOutcome:
+        """The latest release; or, with ``per_page``, the list of that many recent releases."""
         if not _is_repo_name(repo):
             return Failed(f"not a repository name: {_echo(repr(repo), secret=self._token)}")
         if self._token_unusable:
             return Failed("the GitHub token holds characters an HTTP header cannot carry")
         url = f"{self._api_url}/repos/{repo}/releases/latest"
+        if per_page is not None:
+            url = f"{self._api_url}/repos/{repo}/releases?per_page={per_page}"
         headers = self._headers(repo, etag)
         with _Deadline(self._total_timeout) as deadline:
             try:
@@ -183,7 +214,9 @@ class GitHubClient:
             # Closing an unread answer drops its connection instead of reading the rest.
             with response:
                 try:
-                    outcome = self._outcome(repo, response, revalidating="If-None-Match" in headers)
+                    outcome = self._outcome(
+                        repo, response, revalidating="If-None-Match" in headers, listing=per_page is not None
+                    )
                 except requests.RequestException as exc:
                     return self._request_failed(exc, deadline)
             # A socket cut mid-headers reads like an answer that ended there: never trust it.
@@ -214,13 +247,17 @@ class GitHubClient:
             return configured
         return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or True
 
-    def _outcome(self, repo: str, response: requests.Response, *, revalidating: bool) -> FetchOutcome:
+    def _outcome(
+        self, repo: str, response: requests.Response, *, revalidating: bool, listing: bool = False
+    ) -> FetchOutcome | ListOutcome:
         status = response.status_code
         if status == 200:
             body = self._read_release_body(response)
             if isinstance(body, Failed):
                 return body
             redirected = bool(response.history)
+            if listing:
+                return self._list_outcome(body, repo, response, redirected)
             try:
                 parsed = read_release(body, repo, self._web_url, renamed=redirected)
             except ReleaseRejected as rejected:
@@ -240,7 +277,7 @@ class GitHubClient:
                 return NotModified()
             return Failed("HTTP 304 Not Modified to a request that sent no ETag (If-None-Match)")
         if status == 404:
-            return Fetched(release=None, etag=None)
+            return ListFetched(releases=(), etag=None) if listing else Fetched(release=None, etag=None)
         headers = response.headers
         if status == 429 or (
             status == 403
@@ -249,6 +286,19 @@ class GitHubClient:
             return RateLimited(retry_at_ms=self._retry_at_ms(headers))
         reason = f"HTTP {status} {_echo(response.reason or '', secret=self._token)}".rstrip()
         return Failed(f"{reason}: {message}" if message else reason)
+
+    def _list_outcome(
+        self, body: bytes, repo: str, response: requests.Response, redirected: bool
+    ) -> ListOutcome:
+        try:
+            parsed = read_release_list(body, repo, self._web_url, renamed=redirected)
+        except ReleaseRejected as rejected:
+            return Failed(f"unusable release list: {rejected.reason}")
+        return ListFetched(
+            releases=tuple(ListedRelease(item.release, item.dropped) for item in parsed.releases),
+            etag=_usable_etag(response.headers.get("ETag")),
+            refused=tuple(self._scrub(line) for line in parsed.refused),
+        )
 
     def _read_release_body(self, response: requests.Response) -> bytes | Failed:
         declared = _int_header(response.headers.get("Content-Length"))

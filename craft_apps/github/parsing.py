@@ -1,4 +1,5 @@
-"""GitHub's "latest release" JSON read into a ``Release``, keeping only what is safe to serve.
+"""GitHub's "latest release" JSON read into a ``Release``, keeping only what is safe to serve;
+its release list (``read_release_list``) read entry by entry by the very same rules.
 
 Contract: ``parse_release`` returns a ``Release`` or raises ``ReleaseRejected`` with a one-line
 reason; no other exception escapes, whatever the bytes. ``parse_platform`` is total: a platform
@@ -90,7 +91,46 @@ def read_release(
     """``parse_release`` telling which repository the links were judged against and what was
     dropped. ``renamed``: GitHub redirected the request, so the answer may be another repository's
     (the configured one renamed or transferred), and is judged as that repository's."""
-    release = _json_object(body)
+    return _read_object(_json_object(body), repo, web_url, renamed)
+
+
+@dataclass(frozen=True)
+class ParsedList:
+    """GitHub's release list as judged: each usable release (``read_release``'s rules, in the
+    answer's order), and one line for each entry refused whole. Drafts are neither: they are
+    not published, so they are left out without a word."""
+
+    releases: tuple[ParsedRelease, ...]
+    refused: tuple[str, ...] = ()
+
+
+def read_release_list(
+    body: bytes, repo: str, web_url: str = "https://github.com", *, renamed: bool = False
+) -> ParsedList:
+    """Reads ``GET /repos/{repo}/releases``: every entry judged by exactly the rules of
+    ``read_release`` (one parser for the latest and the list). Raises ``ReleaseRejected`` when
+    the answer is not a JSON list."""
+    items = _json_value(body)
+    if not isinstance(items, list):
+        raise ReleaseRejected(f"the answer is JSON {type(items).__name__}, not a list")
+    releases: list[ParsedRelease] = []
+    refused: list[str] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            refused.append(f"entry {index} is JSON {type(item).__name__}, not an object")
+            continue
+        if item.get("draft") is True:
+            continue
+        try:
+            releases.append(_read_object(item, repo, web_url, renamed))
+        except ReleaseRejected as rejected:
+            tag = item.get("tag_name")
+            named = f"release {one_line(tag, 80)!r}" if isinstance(tag, str) and tag else f"entry {index}"
+            refused.append(f"{named}: {rejected.reason}")
+    return ParsedList(releases=tuple(releases), refused=tuple(refused))
+
+
+def _read_object(release: dict[str, Any], repo: str, web_url: str, renamed: bool) -> ParsedRelease:
     draft = release.get("draft")
     if draft is not None and draft is not False:
         raise ReleaseRejected("the release is a draft (or its draft flag is not false)")
@@ -169,6 +209,13 @@ def rejudge(release: Release, repo: str, web_url: str = "https://github.com") ->
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
+    data = _json_value(body)
+    if not isinstance(data, dict):
+        raise ReleaseRejected(f"the answer is JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _json_value(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -179,8 +226,6 @@ def _json_object(body: bytes) -> dict[str, Any]:
         raise ReleaseRejected(f"the answer is not JSON: {one_line(err, 120)}") from None
     except RecursionError:
         raise ReleaseRejected("the answer is not JSON: nested too deeply") from None
-    if not isinstance(data, dict):
-        raise ReleaseRejected(f"the answer is JSON {type(data).__name__}, not an object")
     return data
 
 

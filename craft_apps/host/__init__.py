@@ -8,6 +8,7 @@ writes it, every web worker reads it.
 - ``store``: ``StateStore``, what the rest of the package uses: the fenced writes and one
   consistent read of what the endpoint serves.
 - ``app_rows``: the rows of each app's latest release and of the host's backoff.
+- ``history_rows``: the rows of each app's release history (its recent releases, newest first).
 - ``lease_rows``: the lease table's statements and the ``Fence`` every write carries.
 - ``lease``: one active poller per state directory (when to take, renew, lose and release).
 - ``counters``: the poller's numbers, for every web worker to show the same.

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable
 
 from craft_apps.clock import Clock
-from craft_apps.domain import LeaseTiming
+from craft_apps.domain import HistoryFetch, LeaseTiming
 from craft_apps.host.database import FileId, StateFileMissing, StateUnavailable
 from craft_apps.host.lease_rows import POLLER_LEASE, Fence
 from craft_apps.host.store import StateSnapshot, StateStore
@@ -179,6 +179,10 @@ class Lease:
                 expires_ms=now + self.timing.ttl_ms,
                 apps=contents.apps,
                 backoff=contents.backoff,
+                history={
+                    key: (releases, contents.history_fetches.get(key, HistoryFetch()))
+                    for key, releases in contents.history.items()
+                },
             )
         except StateUnavailable as err:
             self._note_blackout("could not make the deleted state file anew", err)

@@ -5,8 +5,8 @@ A file is ours when its ``user_version`` is ``FORMAT_VERSION`` and it has the co
 blank database (format 0, no tables) is one nobody set up yet. Anything else (a newer format,
 someone else's tables, a missing table, a failed ``quick_check``) raises ``StateUnavailable``
 with one line saying what is wrong, and the file is never written. Columns that arrived after
-format 1 (the lease's epoch, each app row's repository) are added by the first writer that
-opens an older file; older code names its columns, so it still reads and writes the file.
+format 1 (the lease's epoch, each app row's repository) and the history table are added by the
+first writer that opens an older file; older code names its columns, so it still reads and writes the file.
 """
 
 from __future__ import annotations
@@ -37,6 +37,14 @@ _EPOCH_COLUMN = "epoch TEXT NOT NULL DEFAULT ''"
 # (NULL: an unrecorded repository) when a poller opens it for writing; 0.2 names its columns,
 # so it still reads and writes the file, and its writes leave them behind the fetch time.
 _REPO_COLUMNS = ("repo TEXT", "repo_fetched_ms INTEGER")
+# Each app's release history arrived the same way: a table of its own (``history_rows``), made
+# by the first writer that opens an older file; 0.2 ignores a table it doesn't know, and a
+# reader of a file without it reads "no history".
+HISTORY_TABLE = "app_history"
+_HISTORY_TABLE_SQL = (
+    f"CREATE TABLE IF NOT EXISTS {HISTORY_TABLE} (key TEXT PRIMARY KEY, releases_json TEXT NOT NULL,"
+    " etag TEXT, fetched_ms INTEGER, repo TEXT)"
+)
 _SCHEMA = (
     "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
     "INSERT INTO store_meta (id, version) VALUES (1, 0)",
@@ -46,6 +54,7 @@ _SCHEMA = (
     " trouble INTEGER NOT NULL)",
     "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
     f" expires_ms INTEGER NOT NULL, {_EPOCH_COLUMN})",
+    _HISTORY_TABLE_SQL,
     f"PRAGMA user_version = {FORMAT_VERSION}",
 )
 _TABLES = frozenset({"store_meta", "app_state", "backoff", "lease"})
@@ -140,6 +149,7 @@ def open_checked(file: StateFile) -> tuple[sqlite3.Connection, FileId]:
             _create_schema_if_blank(db, file.path)
             _add_epoch_if_missing(db)
             _add_repo_if_missing(db, file.path)
+            db.execute(_HISTORY_TABLE_SQL)  # a no-op once there
         file_id = file.identity()
         if file_id is None:
             raise file.missing()

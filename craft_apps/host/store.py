@@ -7,8 +7,8 @@ poller per host writes, and every write carries the lease's ``Fence``; web worke
 
 ``StateStore`` is what the rest of the package uses; it puts together the parts of the host
 package that do each job: connections and transactions (``database``), the format and making
-the file (``schema``), the rows of apps and backoff (``app_rows``) and of the lease
-(``lease_rows``).
+the file (``schema``), the rows of apps and backoff (``app_rows``), of each app's release
+history (``history_rows``) and of the lease (``lease_rows``).
 
 Invariants: a write changes all of one app's fields or none, and never moves an app's fetch back
 in time (but a fetch of another or an unrecorded repository is replaced whatever its time); a
@@ -16,7 +16,8 @@ write whose fence is not this file's current holder, number and epoch changes no
 this code cannot use (corrupt, newer format, locked, unreadable, a symbolic link) raises
 ``StateUnavailable`` with a one-line message and is never rewritten; a reader never creates the
 file, and a writer creates it whole (built aside, then linked into place, never over another
-file), so nobody ever sees it half made; no token is stored.
+file), so nobody ever sees it half made; no token is stored. Each app's release history is
+kept in a table of its own (``history_rows``), written with the same fence.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from craft_apps.domain import AppState, Backoff
-from craft_apps.host import app_rows, lease_rows, schema
+from craft_apps.domain import AppState, Backoff, HistoryFetch, Release
+from craft_apps.host import app_rows, history_rows, lease_rows, schema
 from craft_apps.host.database import FileId, StateFile, StateFileMissing, StateUnavailable
 from craft_apps.host.lease_rows import POLLER_LEASE, Fence, FenceRejected
 from craft_apps.host.schema import DB_FILENAME, FORMAT_VERSION
@@ -41,6 +42,7 @@ __all__ = [
     "POLLER_LEASE",
     "Fence",
     "FenceRejected",
+    "HistoryFetch",
     "StateFileMissing",
     "StateSnapshot",
     "StateStore",
@@ -51,6 +53,8 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_Rows = tuple[int, list[tuple[Any, ...]], tuple[Any, ...] | None, list[tuple[Any, ...]]]
+
 _WRITER_LOOKS = 3  # how often a writer looks again at a file that changes under it
 
 
@@ -59,6 +63,11 @@ class StateSnapshot:
     version: int  # 0 for a missing or empty database
     apps: dict[str, AppState] = field(default_factory=dict)  # only rows that decode
     backoff: Backoff = field(default_factory=Backoff)
+    # Per app key, its recent releases newest first by published_at (published, non-draft,
+    # prereleases included): empty for an app without history and for a file without the table.
+    history: dict[str, tuple[Release, ...]] = field(default_factory=dict)
+    # Per app key with a history, the release list's ETag and fetch time and the repository.
+    history_fetches: dict[str, HistoryFetch] = field(default_factory=dict)
 
 
 class StateStore:
@@ -104,20 +113,24 @@ class StateStore:
     def read(self) -> StateSnapshot:
         """Everything in one consistent snapshot. Raises StateUnavailable."""
 
-        def rows(db: sqlite3.Connection) -> tuple[int, list[tuple[Any, ...]], tuple[Any, ...] | None] | None:
+        def rows(db: sqlite3.Connection) -> _Rows | None:
             version = schema.read_version(db, self.path)
-            return None if version is None else (version, *app_rows.read_rows(db))
+            if version is None:
+                return None
+            return (version, *app_rows.read_rows(db), history_rows.read_history(db))
 
         found = self.file.read(rows)  # None: no file, or a blank one
         if found is None:
             return StateSnapshot(0)
-        version, app_list, backoff_row = found
+        version, app_list, backoff_row, history_list = found
         apps, backoff, problems = app_rows.decode_rows(app_list, backoff_row)
+        history, fetches, history_problems = history_rows.decode_history(history_list)
+        problems += history_problems
         if problems and self._warned_version != version:
             self._warned_version = version  # once per version, not once per request
             for problem in problems:
                 logger.warning("craft_apps state file %s (version %d): %s", self.path, version, problem)
-        return StateSnapshot(version, apps, backoff)
+        return StateSnapshot(version, apps, backoff, history, fetches)
 
     def file_identity(self) -> FileId | None:
         """The state file's identity (``StateFile.identity``), None when there is none: one
@@ -143,9 +156,17 @@ class StateStore:
         self._check_for_writing()
 
     def recreate(
-        self, name: str, fence: Fence, *, expires_ms: int, apps: Mapping[str, AppState], backoff: Backoff
+        self,
+        name: str,
+        fence: Fence,
+        *,
+        expires_ms: int,
+        apps: Mapping[str, AppState],
+        backoff: Backoff,
+        history: Mapping[str, tuple[Sequence[Release], HistoryFetch]] | None = None,
     ) -> bool:
-        """Makes a deleted file anew, whole: ``apps``, ``backoff`` and the lease row of ``fence``
+        """Makes a deleted file anew, whole: ``apps``, ``backoff``, each app's ``history``
+        (releases and fetch) and the lease row of ``fence``
         (expiring at ``expires_ms``), so its holder's fence stays valid and what it knew is kept.
 
         False, with nothing written, when a file is there: another process made it, its lease
@@ -157,6 +178,11 @@ class StateStore:
 
         def fill(db: sqlite3.Connection) -> None:
             app_rows.fill(db, apps, backoff, left_out)
+            for key, (releases, fetch) in sorted((history or {}).items()):
+                try:
+                    history_rows.put_history(db, key, releases, fetch)
+                except ValueError as err:
+                    left_out(key, err)
             lease_rows.insert(db, name, fence, expires_ms=expires_ms)
             schema.bump_version(db)
 
@@ -172,6 +198,29 @@ class StateStore:
         if not isinstance(key, str) or not key:
             raise ValueError(f"app key must be a non-empty string, not {key!r}")
         return self._fenced(fence, lambda db: app_rows.put_app(db, key, state))
+
+    def put_history(
+        self,
+        key: str,
+        releases: Sequence[Release],
+        *,
+        fence: Fence,
+        etag: str | None = None,
+        fetched_ms: int | None = None,
+        repo: str | None = None,
+    ) -> None:
+        """Replaces the app's history with ``releases`` (kept newest first by ``published_at``,
+        one per tag, at most ``history_rows.MAX_HISTORY``), with the release list's ``etag`` and
+        ``fetched_ms`` when it came from one, and the ``repo`` it is of.
+
+        Raises FenceRejected, StateUnavailable, or ValueError for a history that cannot be
+        stored; in every such case nothing changed.
+        """
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"app key must be a non-empty string, not {key!r}")
+        fetch = HistoryFetch(etag=etag, fetched_ms=fetched_ms, repo=repo)
+        history_rows.encode_history(key, releases, fetch)  # refused before anything is opened
+        self._fenced(fence, lambda db: history_rows.put_history(db, key, releases, fetch))
 
     def put_backoff(self, backoff: Backoff, *, fence: Fence) -> None:
         """Stores the host's backoff. Raises FenceRejected, StateUnavailable or ValueError."""

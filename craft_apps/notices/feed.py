@@ -1,5 +1,5 @@
-"""What one web process serves as renames and notices, without a request ever waiting on the
-database.
+"""What one web process serves as renames and notices, and which apps have their
+beta channel on, without a request ever waiting on the database.
 
 The process keeps the published, not yet expired items with their windows. A request never
 reads the database: it takes what the last look left, and when a look is due it hands one to
@@ -11,6 +11,11 @@ window opening or closing needs no edit and no query: the kept items say when th
 changes next, and the set is recomputed at that instant. Each web process has one feed, which
 its runtime (``craft_apps.api.runtime``) makes and holds; nothing here is kept at module level
 but the metrics' declarations.
+
+The same look reads the channel settings (``channels.read_beta_apps``) whenever it reloads
+the items: ``beta_apps`` answers what the last look left, so an edit of the beta setting shows
+in every worker as fast as one of a notice, and a database that can't be read keeps the last
+setting served.
 
 Only a process that has never read the database waits, on its first requests and for at most
 ``FIRST_LOOK_WAIT_S`` in all, so that a worker just started serves the notices from its first
@@ -43,6 +48,7 @@ from prometheus_client import Counter, Gauge
 
 from craft_apps.clock import Clock, SystemClock
 from craft_apps.instants import ms_to_datetime
+from craft_apps.notices.channels import read_beta_apps
 from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES, Notices, Scheduled, Window
 from craft_apps.notices.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
 from craft_apps.text import one_line
@@ -204,6 +210,7 @@ class NoticesFeed:
             self._version: int | None = None
             self._scheduled: Scheduled | None = None
             self._served: _Served | None = None
+            self._beta: frozenset[str] = frozenset()
             self._failing = False
             self._left_out = 0
 
@@ -233,6 +240,11 @@ class NoticesFeed:
             served = _Served(scheduled, scheduled.served(now), scheduled.next_change(now))
             self._served = served
         return served.notices
+
+    def beta_apps(self) -> frozenset[str]:
+        """The apps whose beta channel is on, as the last look left them (none before the
+        first). Starts no look: ``current``, which every answer asks first, does."""
+        return self._beta
 
     def _start_look(self) -> None:
         with self._lock:
@@ -283,9 +295,10 @@ class NoticesFeed:
         ):
             return
         scheduled = load_scheduled(using, now)
+        beta = read_beta_apps(using)
         with self._lock:
             if generation == self._generation:
-                self._version, self._scheduled = version, scheduled
+                self._version, self._scheduled, self._beta = version, scheduled, beta
         self._report_left_out(scheduled.left_out)
 
     def _looked(self, generation: int, failure: Exception | None) -> None:

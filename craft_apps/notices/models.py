@@ -1,4 +1,5 @@
-"""The tables operators edit: app renames, repository renames, announcements and alerts.
+"""The tables operators edit: app renames, repository renames, announcements and alerts, and
+each app's channel setting (``AppChannel``: whether its beta channel is on).
 
 Each item has the contract's fields plus a publish window (``published``, ``visible_from``,
 optional ``visible_until``); ``items.Window`` decides what is served. Every rule an item must
@@ -316,6 +317,64 @@ class Alert(_Message):
         )
 
 
+app_key = RegexValidator(
+    r"^[\w.-]+\Z",
+    "Write the app's key as the APPS setting names it (letters, digits, '-', '_', '.'), such as photocraft.",
+)
+
+
+class AppChannel(models.Model):
+    """One app's channel setting, edited by operators: with ``beta`` on, the endpoint's
+    ``?channel=beta`` answer serves the app's newest release prereleases included
+    (``craft_apps.versions``); an app without a row, or with ``beta`` off, is served there as on
+    the stable channel. Every write bumps ``NoticesVersion``, so the web processes see it with
+    the notices; a key no configured app has is kept (and shown so), applied when one has it."""
+
+    app_key = models.CharField(
+        max_length=APP_NAME_MAX,
+        unique=True,
+        validators=[app_key],
+        help_text="The app's key, as in the APPS setting (photocraft); lowercase.",
+    )
+    beta = models.BooleanField(
+        default=False,
+        help_text="Serve this app's prereleases on the beta channel (GET …/release_info?channel=beta). "
+        "Costs one more GitHub request per poll interval for this app.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = NoticeQuerySet.as_manager()
+    kind = "app_channels"
+
+    class Meta:
+        ordering = ("app_key",)
+        verbose_name = "app channel"
+
+    def __str__(self) -> str:
+        return f"{self.app_key}: beta {'on' if self.beta else 'off'}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.derive()
+        super().save(*args, **kwargs)
+
+    def derive(self) -> None:
+        """A key is kept as the setting keeps it: lowercase (``conf.parse_app_list``)."""
+        self.app_key = (self.app_key or "").lower()
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        self.derive()
+        errors: dict[str, Any] = {}
+        try:
+            super().clean_fields(exclude)
+        except ValidationError as err:
+            errors = err.update_error_dict(errors)
+        problem = storable_problem(self.app_key)
+        if problem is not None and "app_key" not in errors:
+            errors["app_key"] = [problem]
+        if errors:
+            raise ValidationError(errors)
+
+
 class NoticesVersion(models.Model):
     """One row whose number changes with every write to the notices: the cheap marker the web
     processes look at (at most once a second) instead of the items."""
@@ -331,10 +390,13 @@ class NoticesVersion(models.Model):
 NOTICE_MODELS: tuple[type[Notice], ...] = (AppRename, RepoRename, Announcement, Alert)
 
 
-def _changed(sender: type[Notice], using: str | None = None, **kwargs: Any) -> None:
+def _changed(sender: type[models.Model], using: str | None = None, **kwargs: Any) -> None:
     bump_version(using or router.db_for_write(sender))
 
 
-for _model in NOTICE_MODELS:
+# Every table whose writes the web processes must see: the notices and the channel settings.
+WATCHED_MODELS: tuple[type[models.Model], ...] = (*NOTICE_MODELS, AppChannel)
+
+for _model in WATCHED_MODELS:
     post_save.connect(_changed, sender=_model, dispatch_uid=f"craft_apps.notices.{_model.__name__}.save")
     post_delete.connect(_changed, sender=_model, dispatch_uid=f"craft_apps.notices.{_model.__name__}.delete")

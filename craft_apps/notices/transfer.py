@@ -9,6 +9,10 @@ doesn't exist, an instant past 9999 in UTC, a lone surrogate, a NUL), the answer
 problems, one line each, never a traceback.
 An item that is already as the file says is not written at all, so importing an export again
 changes nothing (not even the version marker).
+
+The channel settings (``AppChannel``, under ``app_channels``) travel with the notices, checked
+by the same ``full_clean`` and written in the same transaction: all or nothing. An export made
+before channels has no ``app_channels``; importing it leaves the channel settings as they are.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from django.db import connections, models, router, transaction
 from django.utils.dateparse import parse_datetime
 
 from craft_apps.compat import UTC
-from craft_apps.notices.models import NOTICE_MODELS, Notice
+from craft_apps.notices.models import NOTICE_MODELS, AppChannel, Notice
 from craft_apps.text import one_line
 
 FORMAT = "craft_apps_notices"
@@ -33,6 +37,11 @@ _ENVELOPE = {"format", "version"}
 
 
 MAX_ID = 2**31 - 1  # the largest id every database's id column holds
+
+# What an export holds, in its order: the notices, then the channel settings.
+TRANSFERRED: tuple[Any, ...] = (*NOTICE_MODELS, AppChannel)
+# Kinds an older export lacks: left as they are when the file has none.
+OPTIONAL_KINDS = frozenset({AppChannel.kind})
 
 
 class ImportRefused(Exception):
@@ -118,7 +127,7 @@ def export_row(item: Notice) -> dict[str, Any]:
 
 def export_notices(using: str | None = None) -> dict[str, Any]:
     document: dict[str, Any] = {"format": FORMAT, "version": FORMAT_VERSION}
-    for model in NOTICE_MODELS:
+    for model in TRANSFERRED:
         db = using or router.db_for_read(model)
         document[model.kind] = [export_row(item) for item in model._default_manager.using(db).order_by("pk")]
     return document
@@ -134,12 +143,16 @@ def import_notices(document: object, using: str | None = None, dry_run: bool = F
         )
     if document.get("format") != FORMAT or document.get("version") != FORMAT_VERSION:
         problems.append(f'"format" must be "{FORMAT}" and "version" {FORMAT_VERSION}: is this an export?')
-    kinds = {model.kind for model in NOTICE_MODELS}
+    kinds = {model.kind for model in TRANSFERRED}
     unknown = sorted(set(document) - kinds - _ENVELOPE)
     if unknown:
         problems.append(f"unknown keys {', '.join(unknown)}; expected {', '.join(sorted(kinds))}")
     with transaction.atomic(using=db):
-        plans = [(model, _plan(model, document.get(model.kind, []), db, problems)) for model in NOTICE_MODELS]
+        plans = [
+            (model, _plan(model, document.get(model.kind, []), db, problems))
+            for model in TRANSFERRED
+            if model.kind in document or model.kind not in OPTIONAL_KINDS
+        ]
         if problems:
             raise ImportRefused(problems)
         report = ImportReport({model.kind: _apply(model, plan, db) for model, plan in plans})
@@ -225,7 +238,7 @@ def _apply(model: type[Notice], plan: _Plan, db: str) -> Counts:
 def _reset_id_sequences(db: str) -> None:
     """Ids came from the file: the next id the admin gets must be above them (PostgreSQL)."""
     connection = connections[db]
-    statements = connection.ops.sequence_reset_sql(no_style(), list(NOTICE_MODELS))
+    statements = connection.ops.sequence_reset_sql(no_style(), list(TRANSFERRED))
     if statements:
         with connection.cursor() as cursor:
             for sql in statements:

@@ -32,6 +32,7 @@ from craft_apps.host.health import HealthPolicy, health_document, health_problem
 from craft_apps.host.observe import HostView
 from craft_apps.host.store import StateUnavailable
 from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_to_datetime, parse_rfc3339
+from craft_apps.notices.channels import read_beta_apps
 from craft_apps.notices.feed import load_scheduled
 from craft_apps.notices.items import MAX_SERVED_PER_KIND
 from craft_apps.notices.models import NoticesVersion
@@ -135,6 +136,15 @@ def read_notices(now_ms: int) -> dict[str, Any]:
     }
 
 
+def read_beta_channels() -> frozenset[str] | None:
+    """The apps whose beta channel is on, from the site's database; None when it can't be read
+    (the report says "unknown" rather than fail)."""
+    try:
+        return read_beta_apps()
+    except Exception:  # the notices' problem line already names the database's trouble
+        return None
+
+
 def status_document(
     view: HostView,
     fleet: FleetView,
@@ -143,9 +153,11 @@ def status_document(
     now_ms: int,
     notices: Mapping[str, Any] | None = None,
     host_marks: Mapping[str, int] | None = None,
+    beta: frozenset[str] | None = frozenset(),
 ) -> dict[str, Any]:
     """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``);
-    ``host_marks``: the refreshes asked for on the host's state file (``read_host_marks``)."""
+    ``host_marks``: the refreshes asked for on the host's state file (``read_host_marks``);
+    ``beta``: the apps whose beta channel is on (``read_beta_channels``; None: unknown)."""
     counters = view.counters
     problems = health_problems(view, policy, now_ms)
     document = {
@@ -154,7 +166,10 @@ def status_document(
         "state_file": {"path": str(view.path), "exists": view.exists, "problem": view.problem},
         "mode": "disabled" if not policy.polling_enabled else counters.mode,
         "apps": [
-            _app(view, fleet, app, policy, now_ms, host_marks or {})
+            {
+                **_app(view, fleet, app, policy, now_ms, host_marks or {}),
+                "beta": None if beta is None else app.key in beta,
+            }
             for app in sorted(apps, key=lambda a: a.key)
         ],
         "host_backoff": _backoff(view.snapshot.backoff, now_ms),
@@ -333,7 +348,7 @@ def _age_s(ms: int | None, now_ms: int) -> int | None:
 def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
     """The document as a table of apps and a list of the host's facts."""
     relative = _Relative(now_ms)
-    header = ("APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT DUE", "ETAG", "FLEET CLAIM")
+    header = ("APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT DUE", "ETAG", "FLEET CLAIM", "BETA")
     rows = [header]
     for app in doc["apps"]:
         failures = "-"
@@ -350,6 +365,7 @@ def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
                 _next_due_text(app, relative),
                 "yes" if app["etag"] else "no",
                 "-" if claim is None else f"{claim['by'] or '?'} {relative.of(claim['at'])}",
+                {True: "on", False: "off"}.get(app.get("beta"), "unknown"),
             )
         )
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(header))]

@@ -29,6 +29,9 @@ class DropLog:
         self._web_url = web_url
         self._rows: dict[str, tuple[Drop, ...]] = {}
         self._unwritten: set[str] = set()
+        # What the release list (the history) dropped or refused, said once per release and
+        # reason while the process lives (the latest's rows above outlive a restart).
+        self._listed_said: set[tuple[str, str]] = set()
 
     def load(self) -> None:
         """Takes back what was said before a restart; an unreadable file means starting afresh."""
@@ -62,6 +65,32 @@ class DropLog:
             self._rows[app.key] = rows
             self._unwritten.add(app.key)
         self.flush()
+
+    def observed_listed(
+        self, app: AppSpec, release: Release, dropped: tuple[tuple[str, int], ...], now_ms: int
+    ) -> None:
+        """Says once what the release list's copy of ``release`` dropped, unless the latest's
+        rows already say it."""
+        for reason, count in dropped:
+            row = Drop(app.key, reason, release.tag, count, "", now_ms)
+            if any(row.same_fact(old) for old in self._rows.get(app.key, ())):
+                continue
+            said = (app.key, f"{release.tag}\0{reason}\0{count}")
+            if said not in self._listed_said:
+                self._listed_said.add(said)
+                logger.warning("%s (in the release list)", self._warning(app, row, release))
+
+    def refused_listed(self, app: AppSpec, line: str) -> None:
+        """Says once that the release list held a release the rules refused whole."""
+        said = (app.key, line)
+        if said not in self._listed_said:
+            self._listed_said.add(said)
+            logger.warning(
+                "Craft app releases: %s (%s): the release list's %s; left out of the history.",
+                app.key,
+                app.repo,
+                line,
+            )
 
     def flush(self) -> None:
         for key in sorted(self._unwritten):

@@ -42,6 +42,8 @@ class PollerParts:
     host: StateStore  # opened for writing
     github: Source
     shared: SharedStore | None  # None: polling alone
+    # The apps that need GitHub's release list (``Poller.needs_history``); none by default.
+    needs_history: Callable[[], frozenset[str]] = lambda: frozenset()
 
 
 def build_poller_parts(
@@ -51,6 +53,7 @@ def build_poller_parts(
     lease_timing: LeaseTiming | None = None,
     hostname: str | None = None,
     shared: SharedStore | None = None,
+    needs_history: Callable[[], frozenset[str]] | None = None,
 ) -> PollerParts:
     """The settings' parts, the source made by ``make_source`` (``GitHubClient.from_settings``
     in production) once the state file is open, and ``shared`` used instead of the settings'
@@ -64,7 +67,10 @@ def build_poller_parts(
     timing = lease_timing or app_settings.LEASE_TIMING
     host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)
     host.open_for_writing()
-    return PollerParts(config, timing, host, make_source(clock), shared or _shared_store(hostname))
+    parts = PollerParts(config, timing, host, make_source(clock), shared or _shared_store(hostname))
+    if needs_history is not None:
+        parts.needs_history = needs_history
+    return parts
 
 
 def _shared_store(hostname: str | None) -> SharedStore | None:

@@ -32,12 +32,20 @@ from enum import Enum
 
 from craft_apps.clock import Clock
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
-from craft_apps.domain import AppSpec, AppState, Backoff, PollMode, newer_wins
+from craft_apps.domain import AppSpec, AppState, Backoff, PollMode, Release, newer_wins, release_page_is_of
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import RedisTroubleLog
-from craft_apps.host.store import Fence, FenceRejected, StateSnapshot, StateStore, StateUnavailable
+from craft_apps.host.store import (
+    Fence,
+    FenceRejected,
+    HistoryFetch,
+    StateSnapshot,
+    StateStore,
+    StateUnavailable,
+)
 from craft_apps.instants import format_ms
+from craft_apps.polling import history
 from craft_apps.polling.drops import DropLog
 from craft_apps.polling.requests import RefreshRequests
 from craft_apps.polling.schedule import (
@@ -52,8 +60,11 @@ from craft_apps.source import (
     Failed,
     Fetched,
     FetchOutcome,
+    ListFetched,
+    ListOutcome,
     NotModified,
     RateLimited,
+    ReleaseListSource,
     ReleaseRules,
     ReleaseSource,
     Source,
@@ -76,6 +87,7 @@ class PollConfig:
     interval_ms: int
     max_backoff_ms: int
     web_url: str = DEFAULT_GITHUB_WEB_URL  # where release pages and files must be (``GITHUB_WEB_URL``)
+    history_depth: int = history.DEFAULT_DEPTH  # releases kept per app; the list's per_page
 
 
 @dataclass
@@ -102,9 +114,17 @@ class Poller:
         clock: Clock,
         shared: SharedStore | None = None,
         still_leader: Callable[[], bool] = lambda: True,
+        needs_history: Callable[[], frozenset[str]] = lambda: frozenset(),
     ) -> None:
         self.config = config
         self.github: ReleaseSource = github  # asked every round (tests wrap it to watch or delay it)
+        self.lister: ReleaseListSource = github  # the release list, for apps that need history
+        # The app keys that need GitHub's release list (a channel, a control); asked once per
+        # round. By default none: an app without history costs what it cost before.
+        self.needs_history = needs_history
+        self.history: dict[str, tuple[Release, ...]] = {}
+        self.history_fetch: dict[str, HistoryFetch] = {}
+        self._history_unpublished: set[str] = set()
         self.rules: ReleaseRules = github  # judges stored releases again (``_rejudged``)
         self.host = host
         self.fence = fence
@@ -141,6 +161,8 @@ class Poller:
                 if own != stored:
                     self._unpublished.add(key)  # written back: recorded, or replaced by nothing
                 self.memory[key] = self._rejudged(key, own)
+            if key in snapshot.history:
+                self._take_history(key, snapshot.history[key], snapshot.history_fetches.get(key))
         self.backoff = snapshot.backoff
 
     def held_state(self) -> StateSnapshot:
@@ -150,11 +172,11 @@ class Poller:
         known = {
             key: state for key, state in dict(self.memory).items() if state != AppState(repo=self._repos[key])
         }
-        return StateSnapshot(0, known, self.backoff)
+        return StateSnapshot(0, known, self.backoff, dict(self.history), dict(self.history_fetch))
 
     def warm_start(self) -> bool:
         """Takes the fleet's entries into memory and publishes them, without asking GitHub."""
-        return self._refresh_from_shared()
+        return self._refresh_from_shared(every_history=True)
 
     # -- one tick -------------------------------------------------------------------------
 
@@ -204,7 +226,88 @@ class Poller:
             mode = self._take_outcome(app, outcome, mode, report)
             if isinstance(outcome, RateLimited):
                 break  # the rest of the round would be refused too
+            if app.key in self.needs_history() and not self._ask_list(app, mode, report):
+                break
         return mode
+
+    def _ask_list(self, app: AppSpec, mode: PollMode, report: TickReport) -> bool:
+        """Asks GitHub's release list of an app that needs history, right after its latest (so
+        once per interval, and at once when the latest changed); False to end the round."""
+        if self.fence_lost or not self.still_leader() or not self.clock.sleep(BETWEEN_REQUESTS_MS / 1000):
+            return False
+        fetch = self.history_fetch.get(app.key)
+        etag = (
+            fetch.etag if fetch is not None and fetch.repo == app.repo and app.key in self.history else None
+        )
+        outcome = self.lister.fetch_releases(app.repo, etag, per_page=self.config.history_depth)
+        now_ms = self.clock.now_ms()
+        _count(report.round, outcome)
+        if isinstance(outcome, RateLimited):
+            report.round.rate_limited = True
+            report.round.retry_at_ms = outcome.retry_at_ms
+            logger.warning("GitHub rate limit reached asking for the releases of %s.", app.repo)
+            return False
+        if isinstance(outcome, Failed):
+            logger.warning("Couldn't fetch the release list of %s: %s", app.repo, outcome.reason)
+            _count(report.saved, outcome)
+            return True
+        if isinstance(outcome, ListFetched):
+            for listed in outcome.releases:
+                self.drops.observed_listed(app, listed.release, listed.dropped, now_ms)
+            for line in outcome.refused:
+                self.drops.refused_listed(app, line)
+            listed_releases = [listed.release for listed in outcome.releases]
+            self.history[app.key] = history.from_list(
+                listed_releases, self.memory[app.key].latest_release, self.config.history_depth
+            )
+            self.history_fetch[app.key] = HistoryFetch(outcome.etag, now_ms, app.repo)
+        else:
+            self.history_fetch[app.key] = replace(self.history_fetch[app.key], fetched_ms=now_ms)
+        self._history_unpublished.add(app.key)
+        self._publish()
+        if app.key not in self._history_unpublished:
+            _count(report.saved, outcome)
+        if mode is PollMode.COORDINATED and self.shared is not None:
+            self._share_history(self.shared, app.key, now_ms)
+        return True
+
+    def _share_history(self, shared: SharedStore, key: str, now_ms: int) -> None:
+        fetch = self.history_fetch.get(key, HistoryFetch(repo=self._repos[key]))
+        try:
+            shared.write_history(key, self.history.get(key, ()), fetch)
+        except RedisTrouble as err:
+            self.redis_log.failed(err, now_ms)
+        else:
+            self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
+
+    def _take_history(self, key: str, releases: tuple[Release, ...], fetch: HistoryFetch | None) -> bool:
+        """Takes a stored or shared history when it is the app's repository's (by its record,
+        or else by every release's page), each release judged by today's rules."""
+        repo = self._repos[key]
+        if fetch is not None and fetch.repo is not None:
+            if fetch.repo.lower() != repo.lower():
+                return False
+        elif not all(release_page_is_of(r, repo, self.config.web_url) for r in releases):
+            return False
+        judged = tuple(
+            j for r in releases if (j := self.rules.rejudge(r, repo, self.config.web_url)) is not None
+        )
+        self.history[key] = judged
+        self.history_fetch[key] = replace(fetch or HistoryFetch(), repo=repo)
+        if judged != releases:
+            self._history_unpublished.add(key)
+        return True
+
+    def _see_latest(self, key: str, release: Release | None) -> None:
+        """Every release seen through ``/releases/latest`` goes into the app's history."""
+        if release is None:
+            return
+        before = self.history.get(key, ())
+        after = history.with_latest(before, release, self.config.history_depth)
+        if after != before:
+            self.history[key] = after
+            self.history_fetch.setdefault(key, HistoryFetch(repo=self._repos[key]))
+            self._history_unpublished.add(key)
 
     def _check_shared(self, key: str) -> Turn:
         """Right before asking GitHub: the app's latest shared entry, then a claim."""
@@ -267,6 +370,7 @@ class Poller:
             self.memory[app.key] = replace(
                 state, latest_release=release, etag=etag, fetched_ms=now_ms, repo=app.repo
             )
+            self._see_latest(app.key, release)
             self.drops.observed(app, outcome, release, now_ms)
         elif isinstance(outcome, NotModified):
             self.memory[app.key] = replace(state, fetched_ms=now_ms)
@@ -322,9 +426,10 @@ class Poller:
         # The last answer's time outlives a restart (the state file), the requests' don't.
         return self.requests.due(key, last_claim, self.backoff, now_ms, last_answer_ms(self.memory[key]))
 
-    def _refresh_from_shared(self) -> bool:
-        """Takes the fleet's newer entries and backoff; False when there is no fleet or Redis
-        couldn't be read (the tick then works alone)."""
+    def _refresh_from_shared(self, *, every_history: bool = False) -> bool:
+        """Takes the fleet's newer entries and backoff, and the newer histories of the apps
+        that need history (of every app with ``every_history``, at start-up); False when there
+        is no fleet or Redis couldn't be read (the tick then works alone)."""
         if self.shared is None:
             return False
         keys = [app.key for app in self.config.apps]
@@ -336,11 +441,34 @@ class Poller:
         self.redis_log.succeeded(RedisOperation.READ, self.clock.now_ms())
         for key, entry in zip(keys, entries, strict=True):
             self._merge_entry(key, entry)
+        needs = self.needs_history()
+        self._merge_shared_histories([key for key in keys if every_history or key in needs])
         if backoff != self.backoff:
             self.backoff = backoff
             self._backoff_unpublished = True
         self._publish()
         return True
+
+    def _merge_shared_histories(self, keys: list[str]) -> None:
+        """Takes the fleet's histories whose list fetch is newer than this host's (``newer_wins``),
+        so a host started after the others knows them without asking GitHub."""
+        assert self.shared is not None
+        try:
+            shared = self.shared.read_histories(keys)
+        except RedisTrouble as err:
+            self.redis_log.failed(err, self.clock.now_ms())
+            return
+        for key, found in zip(keys, shared, strict=True):
+            if found is None:
+                continue
+            releases, fetch = found
+            mine = self.history_fetch.get(key)
+            held = mine is not None and key in self.history
+            if held and mine is not None and not newer_wins(mine.fetched_ms, fetch.fetched_ms, min_gap_ms=1):
+                continue
+            if self._take_history(key, releases, fetch):
+                self._history_unpublished.add(key)
+                self._see_latest(key, self.memory[key].latest_release)
 
     def _merge_entry(self, key: str, entry: SharedAppEntry | None) -> bool:
         """Takes what is newer in the app's fleet entry; True when its fetch is of another (or an
@@ -359,6 +487,7 @@ class Poller:
         if merged is not None:
             self.memory[key] = self._rejudged(key, replace(merged, repo=self._repos[key]))
             self._unpublished.add(key)
+            self._see_latest(key, self.memory[key].latest_release)
         return foreign
 
     def _own(self, key: str, state: AppState, where: str) -> AppState:
@@ -427,6 +556,17 @@ class Poller:
             for key in sorted(self._unpublished):
                 self.host.put_app(key, self.memory[key], fence=self.fence)
                 self._unpublished.discard(key)
+            for key in sorted(self._history_unpublished):
+                fetch = self.history_fetch.get(key, HistoryFetch())
+                self.host.put_history(
+                    key,
+                    self.history.get(key, ()),
+                    fence=self.fence,
+                    etag=fetch.etag,
+                    fetched_ms=fetch.fetched_ms,
+                    repo=self._repos[key],
+                )
+                self._history_unpublished.discard(key)
             if self._backoff_unpublished:
                 self.host.put_backoff(self.backoff, fence=self.fence)
                 self._backoff_unpublished = False
@@ -464,8 +604,8 @@ def merge_shared(state: AppState, entry: SharedAppEntry) -> AppState | None:
     return None if merged is state else merged
 
 
-def _count(result: RoundResult, outcome: FetchOutcome) -> None:
-    if isinstance(outcome, Fetched):
+def _count(result: RoundResult, outcome: FetchOutcome | ListOutcome) -> None:
+    if isinstance(outcome, Fetched | ListFetched):
         result.fetched += 1
     elif isinstance(outcome, NotModified):
         result.unchanged += 1

@@ -59,8 +59,11 @@ class PollerRunner:
         clock: Clock | None = None,
         shared: SharedStore | None = None,
         options: RunnerOptions | None = None,
+        needs_history: Callable[[], frozenset[str]] | None = None,
     ) -> None:
         self.stop = threading.Event()
+        # Which apps need GitHub's release list (a beta channel, a control); None: none do.
+        self._needs_history = needs_history
         self.clock: Clock = clock or SystemClock(self.stop)
         self.options = options or RunnerOptions()
         self._make_source = make_source  # GitHubClient.from_settings in production
@@ -79,6 +82,7 @@ class PollerRunner:
                 lease_timing=self.options.lease_timing,
                 hostname=self.options.hostname,
                 shared=self._shared,
+                needs_history=self._needs_history,
             )
         except StateUnavailable as err:
             logger.error("Craft app releases: can't use the state file: %s", err)
@@ -167,6 +171,7 @@ class PollerRunner:
                 clock=self.clock,
                 shared=shared,
                 still_leader=lambda: lease.renew_if_due() and not self.stop.is_set(),
+                needs_history=parts.needs_history,
             )
             self.poller = poller
             wakeups = WakeUps(

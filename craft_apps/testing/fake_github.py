@@ -1,4 +1,5 @@
-"""A local stand-in for GitHub's ``GET /repos/{owner}/{repo}/releases/latest``.
+"""A local stand-in for GitHub's ``GET /repos/{owner}/{repo}/releases/latest`` and its release
+list, ``GET /repos/{owner}/{repo}/releases?per_page=N``.
 
 A real HTTP server on a loopback port, serving releases held in memory, for the end-to-end
 tests, the demo and the benchmarks. It behaves like GitHub where the poller depends on it:
@@ -12,6 +13,12 @@ fault that replaces the answer is not counted against the quota.
 Invariants: every request is recorded, with its headers, before it is answered; a token never
 reaches a log line or a ``repr``; ``stop()`` releases every fault that holds a connection
 (hang, slow, drip), closes every connection and returns with no handler thread left running.
+
+The release list holds every release published (``publish``), prereleases
+(``publish_prerelease``) and drafts (``add_draft``, listed as GitHub lists them to a token that
+may see them), newest first by ``published_at``, with an ETag of its own and the same 304s
+and rate limit; ``delete_release`` removes one (the latest falls back to the newest stable
+release left). Requests for it are recorded and counted like the latest's.
 
 It also serves the web side of a release (``/{owner}/{repo}/releases/download/{tag}/{name}``,
 ``/{owner}/{repo}/releases/tag/{tag}``) with a line of text, so links work offline when
@@ -49,6 +56,9 @@ logger = logging.getLogger(__name__)
 
 MAX_CLIENT_BODY_BYTES = 4 * 1024 * 1024  # what the poller accepts; OversizedFault goes past it
 _RELEASES_PATH = re.compile(r"^/repos/([^/]+)/([^/]+)/releases/latest/?$")
+_LIST_PATH = re.compile(r"^/repos/([^/]+)/([^/]+)/releases/?$")
+_MAX_PER_PAGE = 100  # GitHub's own bound
+_DEFAULT_PER_PAGE = 30
 # The web side: /{owner}/{repo}/releases/download/{tag}/{name} and /{owner}/{repo}/releases/tag/{tag}
 _WEB_PATH = re.compile(r"^/([^/]+)/([^/]+)/releases/(download|tag)/([^/]+)(?:/([^/]+))?$")
 _TEXT = "text/plain; charset=utf-8"
@@ -285,6 +295,7 @@ class FakeGitHub:
         self._now = now
         self._lock = threading.Lock()
         self._releases: dict[str, _Published] = {}
+        self._listed: dict[str, list[dict[str, Any]]] = {}  # repo -> every release, drafts too
         self._faults: dict[str | None, Fault] = {}
         self._requests: list[RecordedRequest] = []
         self._rate_limits = _RateLimits(window_s, now)
@@ -347,10 +358,49 @@ class FakeGitHub:
         body = _json_bytes(kept)
         with self._lock:
             self._releases[repo.lower()] = _Published(kept, body, _etag(body))
+            self._list_add(repo, kept)
+
+    def publish_prerelease(self, repo: str, release: dict[str, Any]) -> None:
+        """Adds ``release`` as a prerelease to ``repo``'s release list; the latest stays."""
+        with self._lock:
+            self._list_add(repo, {**copy.deepcopy(release), "prerelease": True, "draft": False})
+
+    def add_draft(self, repo: str, release: dict[str, Any]) -> None:
+        """Adds ``release`` as a draft to ``repo``'s release list; the latest stays."""
+        with self._lock:
+            self._list_add(repo, {**copy.deepcopy(release), "draft": True})
+
+    def delete_release(self, repo: str, tag: str) -> None:
+        """Deletes the release ``tag``: it leaves the list, and if it was the latest, the newest
+        stable, published release left becomes the latest (none left: a 404)."""
+        key = repo.lower()
+        with self._lock:
+            self._listed[key] = [r for r in self._listed.get(key, []) if r.get("tag_name") != tag]
+            latest = self._releases.get(key)
+            if latest is None or latest.release.get("tag_name") != tag:
+                return
+            stable = [r for r in self._sorted_list(key) if not r.get("draft") and not r.get("prerelease")]
+            if stable:
+                body = _json_bytes(stable[0])
+                self._releases[key] = _Published(stable[0], body, _etag(body))
+            else:
+                self._releases.pop(key, None)
 
     def unpublish(self, repo: str) -> None:
         with self._lock:
             self._releases.pop(repo.lower(), None)
+            self._listed.pop(repo.lower(), None)
+
+    def _list_add(self, repo: str, release: dict[str, Any]) -> None:
+        listed = self._listed.setdefault(repo.lower(), [])
+        listed[:] = [r for r in listed if r.get("tag_name") != release.get("tag_name")]
+        listed.append(release)
+
+    def _sorted_list(self, key: str) -> list[dict[str, Any]]:
+        # Newest first, as GitHub lists them (a release without a time, a draft, first).
+        return sorted(
+            self._listed.get(key, []), key=lambda r: str(r.get("published_at") or "~"), reverse=True
+        )
 
     def load_demo(self) -> FakeGitHub:
         """Publishes the demo release of each of the 13 apps."""
@@ -396,11 +446,14 @@ class FakeGitHub:
 
     def _answer(self, method: str, path: str, headers: dict[str, str], client_ip: str) -> _Answer:
         arrived = self._now()
-        match = _RELEASES_PATH.match(urlsplit(path).path)
+        parts = urlsplit(path)
+        listing = _LIST_PATH.match(parts.path)
+        match = _RELEASES_PATH.match(parts.path) or listing
         repo = f"{unquote(match[1])}/{unquote(match[2])}" if match else None
         with self._lock:
             web_page = None if match else self._web_page(urlsplit(path).path)
-            answer = web_page or self._decide(method, repo, headers, client_ip)
+            per_page = _per_page(parts.query) if listing else None
+            answer = web_page or self._decide(method, repo, headers, client_ip, per_page)
             self._requests.append(RecordedRequest(method, path, repo, dict(headers), answer.status, arrived))
         return answer
 
@@ -426,7 +479,14 @@ class FakeGitHub:
         body = f"{name}: a stand-in for this file of {published.release.get('name')}.\n".encode()
         return _Answer(200, [("content-type", _TEXT)], body)
 
-    def _decide(self, method: str, repo: str | None, headers: dict[str, str], client_ip: str) -> _Answer:
+    def _decide(
+        self,
+        method: str,
+        repo: str | None,
+        headers: dict[str, str],
+        client_ip: str,
+        per_page: int | None = None,
+    ) -> _Answer:
         caller = self._caller(headers.get("authorization"), client_ip)
         fault = self._fault_for(repo)
         if isinstance(fault, _REPLACING_FAULTS):
@@ -436,7 +496,7 @@ class FakeGitHub:
         if window.used >= caller.limit:
             return self._rate_limit_exceeded(caller, window)
 
-        answer = self._plain_answer(method, repo, headers, caller, fault)
+        answer = self._plain_answer(method, repo, headers, caller, fault, per_page)
         if not (caller.authenticated and answer.status == 304):
             window.used += 1
         answer.headers.extend(self._rate_limits.headers(caller, window))
@@ -447,11 +507,22 @@ class FakeGitHub:
         return answer
 
     def _plain_answer(
-        self, method: str, repo: str | None, headers: dict[str, str], caller: _Caller, fault: Fault | None
+        self,
+        method: str,
+        repo: str | None,
+        headers: dict[str, str],
+        caller: _Caller,
+        fault: Fault | None,
+        per_page: int | None = None,
     ) -> _Answer:
         if headers.get("authorization") is not None and not caller.authenticated:
             return _Answer(401, [("content-type", _JSON)], _error_body("Bad credentials", _DOCS, 401))
-        published = self._releases.get(repo.lower()) if repo is not None else None
+        published: _Published | None
+        if per_page is not None and repo is not None and repo.lower() in self._listed and method == "GET":
+            body = _json_bytes(self._sorted_list(repo.lower())[:per_page])
+            published = _Published({}, body, _etag(body))
+        else:
+            published = self._releases.get(repo.lower()) if repo is not None else None
         if method != "GET" or published is None:
             docs = f"{_DOCS}/releases/releases#get-the-latest-release"
             return _Answer(404, [("content-type", _JSON)], _error_body("Not Found", docs, 404))
@@ -512,6 +583,14 @@ class FakeGitHub:
         if repo is None:
             return None
         return self._faults.get(repo.lower(), self._faults.get(None))
+
+
+def _per_page(query: str) -> int:
+    """The list's page size as GitHub reads ``per_page``: 30 without one, at most 100."""
+    for name, _, value in (part.partition("=") for part in query.split("&")):
+        if name == "per_page" and value.isdigit():
+            return max(1, min(int(value), _MAX_PER_PAGE))
+    return _DEFAULT_PER_PAGE
 
 
 def _bearer_token(authorization: str | None) -> str | None:

@@ -173,3 +173,18 @@ def test_dropped_assets_a_rename_and_a_404_are_shown_per_app(site: Path, client:
         (("app", "vectorcraft"),): 1,
     }
     assert samples["craft_apps_health_problems"][(("rule", "gone"),)] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_apps_beta_channel_is_a_gauge(site: Path, client: Client, install_runtime):
+    from craft_apps.notices.feed import NoticesFeed
+    from craft_apps.notices.models import AppChannel
+
+    install_runtime(
+        clock=FakeClock(START_MS + 60 * S),
+        recheck_s=0.0,
+        feed=NoticesFeed(recheck_s=0.0, runner=lambda look: look()),
+    )
+    AppChannel.objects.create(app_key="vectorcraft", beta=True)
+    beta = scrape(client)["craft_apps_app_beta"]
+    assert beta == {(("app", "photocraft"),): 0.0, (("app", "vectorcraft"),): 1.0}

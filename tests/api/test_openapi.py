@@ -87,10 +87,11 @@ def test_the_download_redirects_are_documented_with_the_contracts_enums():
         "os": {"$ref": "#/components/schemas/CraftAppOs"},
         "arch": {"$ref": "#/components/schemas/CraftAppArch"},
         "package_type": {"$ref": "#/components/schemas/CraftAppPackageType"},
+        "channel": {"type": "string", "enum": ["beta", "stable"], "default": "stable"},
     }
     for operation in (short, full):
         assert operation["tags"] == ["Craft Apps"]
-        assert set(operation["responses"]) == {"302", "404"}
+        assert set(operation["responses"]) == {"302", "400", "404"}
         assert set(operation["responses"]["302"]["headers"]) == {"Location", "Cache-Control"}
         error = operation["responses"]["404"]["content"]["application/json"]["schema"]
         assert error == {"$ref": "#/components/schemas/CraftAppsDownloadError"}
@@ -144,3 +145,17 @@ def test_health_metrics_and_the_webhook_are_in_the_schema_as_they_answer(client)
     # The DRF face is the schema's only: the plain views still answer (405, 404 unconfigured).
     assert client.post("/v1/craft_apps/health").status_code == 405
     assert client.get("/v1/craft_apps/github_webhook").status_code == 404
+
+
+def test_the_release_info_documents_the_channel_parameter():
+    operation = generate()["paths"]["/v1/craft_apps/release_info"]["get"]
+    [parameter] = operation["parameters"]
+    assert (parameter["name"], parameter["in"], parameter.get("required", False)) == (
+        "channel",
+        "query",
+        False,
+    )
+    assert parameter["schema"] == {"type": "string", "enum": ["beta", "stable"], "default": "stable"}
+    assert "prereleases" in parameter["description"]
+    error = operation["responses"]["400"]["content"]["application/json"]["schema"]
+    assert error == {"$ref": "#/components/schemas/CraftAppsDownloadError"}

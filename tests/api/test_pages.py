@@ -185,7 +185,7 @@ def test_an_unknown_app_page_is_a_404_page_never_kept(download_site, client):
     assert response.status_code == 404
     assert response["Cache-Control"] == "no-store"
     assert "There is no app called “nosuchapp” here." in response.content.decode()
-    assert runtime().pages._pages == {}
+    assert len(runtime().pages) == 0
 
 
 def test_headers_vary_on_what_detection_reads_and_follow_the_endpoint_for_caching(download_site, client):

@@ -64,11 +64,11 @@ def test_a_change_of_settings_forgets_the_kept_answer_and_pages(site: Path, inst
     client = Client()
     first = client.get(URL)
     client.get("/craft_apps/downloads/")
-    assert web.pages._pages
+    assert len(web.pages)
     publish(site, {"photocraft": AppState(fetched_ms=FETCHED_MS + 1000)})
     assert client.get(URL).content == first.content, "kept within the reuse window"
     with override_settings(USE_TZ=True):
-        assert not web.pages._pages
+        assert not len(web.pages)
         assert client.get(URL).content != first.content, "looked at the state file again"
 
 

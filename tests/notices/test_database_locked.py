@@ -18,7 +18,7 @@ from django.db import connection, transaction
 from django.db.models import Model
 
 from craft_apps.domain import AppState
-from craft_apps.notices.models import NOTICE_MODELS, Alert, NoticesVersion
+from craft_apps.notices.models import NOTICE_MODELS, Alert, AppChannel, NoticesVersion
 from tests.notices.support import alert
 from tests.notices.test_workers import FETCHED_MS, Workers, database_for_the_workers, workers
 from tests.support import ONE_AT_A_TIME, release
@@ -35,7 +35,7 @@ BACK = "the database is readable again"
 def database_locked() -> Iterator[None]:
     """No one else reads the notices' tables until the block ends."""
     if connection.vendor == "postgresql":
-        models: list[type[Model]] = [NoticesVersion, *NOTICE_MODELS]
+        models: list[type[Model]] = [NoticesVersion, *NOTICE_MODELS, AppChannel]
         tables = ", ".join(model._meta.db_table for model in models)
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")

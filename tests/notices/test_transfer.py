@@ -254,3 +254,42 @@ def test_the_import_and_the_admin_refuse_the_same_values_with_the_same_words():
         assert refused.value.problems == [
             f"alerts[0] (id 1): {name}: {' '.join(invalid.value.message_dict[name])}"
         ]
+
+
+def test_the_channel_settings_travel_with_the_notices_all_or_nothing(tmp_path: Path):
+    from craft_apps.notices.models import AppChannel
+
+    some_items()
+    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="paintcraft", beta=False)
+    path = export(tmp_path)
+    document = json.loads(path.read_text())
+    assert [(row["app_key"], row["beta"]) for row in document["app_channels"]] == [
+        ("photocraft", True),
+        ("paintcraft", False),
+    ]
+    assert set(document["app_channels"][0]) == {"id", "app_key", "beta"}
+    before = read_version("default")
+    assert "app_channels: 0 added, 0 changed, 0 deleted, 2 unchanged" in run_import(str(path))
+    assert read_version("default") == before, "an export imported again writes nothing"
+
+    document["app_channels"][1]["beta"] = True
+    document["app_channels"].append({"id": 99, "app_key": "photo craft", "beta": "yes"})
+    document["alerts"] = []
+    path.write_text(json.dumps(document))
+    with pytest.raises(CommandError):
+        run_import(str(path))
+    assert AppChannel.objects.filter(beta=True).count() == 1 and Alert.objects.exists(), "nothing written"
+
+    document["app_channels"].pop()
+    path.write_text(json.dumps(document))
+    assert "app_channels: 0 added, 1 changed" in run_import(str(path))
+    assert set(AppChannel.objects.filter(beta=True).values_list("app_key", flat=True)) == {
+        "photocraft",
+        "paintcraft",
+    }
+
+    del document["app_channels"]  # an export made before channels
+    path.write_text(json.dumps(document))
+    run_import(str(path))
+    assert AppChannel.objects.count() == 2, "left as they are"

@@ -87,7 +87,7 @@ def test_after_a_coordinated_round_it_shows_every_app_the_lease_and_the_quota(en
     text = manage(env, "craft_apps_status")
     assert text.returncode == 0
     assert text.stdout.splitlines()[0].split() == [
-        "APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT", "DUE", "ETAG", "FLEET", "CLAIM"
+        "APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT", "DUE", "ETAG", "FLEET", "CLAIM", "BETA"
     ]  # fmt: skip
     assert "github quota     58 of 60 left, resets in " in text.stdout
     assert "health           ok" in text.stdout
@@ -185,3 +185,20 @@ def test_a_refresh_asked_for_shows_as_the_next_due_time_and_why(env: dict[str, s
     assert datetime_to_ms(parse_rfc3339(launcher["next_due_at"])) > fetched_ms + 20 * 60_000
     text = manage(env, "craft_apps_status").stdout
     assert re.search(r"^photocraft .*(now|in \d+ s) \(refresh\)", text, re.M), text
+
+
+@pytest.mark.django_db
+def test_each_apps_beta_channel_shows_in_text_and_json(settings, state_dir: Path):
+    from craft_apps.notices.models import AppChannel
+
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
+    publish(state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=1)})
+    AppChannel.objects.create(app_key="photocraft", beta=True)
+    doc = json.loads(status("--json"))
+    assert {app["key"]: app["beta"] for app in doc["apps"]} == {
+        "artcraft-launcher": False,
+        "photocraft": True,
+    }
+    lines = status().splitlines()
+    assert lines[0].split()[-1] == "BETA"
+    assert [line.split()[-1] for line in lines[1:3]] == ["off", "on"]

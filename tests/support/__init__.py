@@ -1,7 +1,7 @@
 """Helpers shared by the whole suite: ``from tests.support import X`` for any of them.
 
-This module holds the builders (releases, a published state file, webhook deliveries) and the
-``ONE_AT_A_TIME`` mark; its submodules hold the rest, re-exported here:
+This module holds the builders (releases, a published state file and history, webhook
+deliveries) and the ``ONE_AT_A_TIME`` mark; its submodules hold the rest, re-exported here:
 
 - ``apps``: the apps the tests configure (``PHOTOCRAFT``, ``TWO_APPS``), ``apps_setting`` and the
   endpoint's path (``RELEASE_INFO_URL``);
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -56,6 +56,7 @@ __all__ = [
     "apps_setting",
     "free_port",
     "publish",
+    "publish_history",
     "release",
     "release_event",
     "signed",
@@ -127,6 +128,33 @@ def publish(
         if state.repo is None and key in repos:
             state = replace(state, repo=repos[key])
         assert store.put_app(key, state, fence=lease.fence)
+    lease.release()
+    return store
+
+
+def publish_history(
+    state_dir: Path,
+    key: str,
+    releases: Sequence[Release],
+    clock: FakeClock | None = None,
+    *,
+    etag: str | None = None,
+    fetched_ms: int | None = None,
+    repo: str | None = None,
+) -> StateStore:
+    """Makes ``releases`` the app's history in the host state file, as a poller holding the
+    lease would (through ``StateStore.put_history``); ``repo`` defaults to the ``APPS``
+    setting's repository of ``key``."""
+    if repo is None:
+        from craft_apps.conf import app_settings
+
+        repo = next((app.repo for app in app_settings.APPS if app.key == key), None)
+    store = StateStore(state_dir)
+    store.open_for_writing()
+    lease = Lease(store, holder="test-writer", clock=clock or FakeClock())
+    assert lease.try_acquire()
+    assert lease.fence is not None
+    store.put_history(key, releases, fence=lease.fence, etag=etag, fetched_ms=fetched_ms, repo=repo)
     lease.release()
     return store
 

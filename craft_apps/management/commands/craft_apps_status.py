@@ -26,7 +26,14 @@ from craft_apps.host.health import (
 )
 from craft_apps.host.observe import HostView, observe
 from craft_apps.host.store import StateStore
-from craft_apps.ops.status import read_fleet, read_host_marks, read_notices, render_text, status_document
+from craft_apps.ops.status import (
+    read_beta_channels,
+    read_fleet,
+    read_host_marks,
+    read_notices,
+    render_text,
+    status_document,
+)
 
 EXIT_UNHEALTHY = 1
 
@@ -63,7 +70,14 @@ class Command(BaseCommand):
         fleet = read_fleet([app.key for app in app_settings.APPS])
         marks = read_host_marks(app_settings.STATE_DIR)
         doc = status_document(
-            view, fleet, policy, app_settings.APPS, now_ms, read_notices(now_ms), host_marks=marks
+            view,
+            fleet,
+            policy,
+            app_settings.APPS,
+            now_ms,
+            read_notices(now_ms),
+            host_marks=marks,
+            beta=read_beta_channels(),
         )
         if options["json"]:
             self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))
