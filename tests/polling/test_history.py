@@ -4,6 +4,7 @@ stable release overtaking a release candidate, and every release seen through th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -56,7 +57,7 @@ def release(app: AppSpec, version: str, days: int) -> dict[str, object]:
 
 
 @pytest.fixture
-def server() -> FakeGitHub:
+def server() -> Iterator[FakeGitHub]:
     with FakeGitHub() as github:
         for app in TWO_APPS:
             github.publish(app.repo, release(app, "0.5.0", 0))
