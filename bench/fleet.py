@@ -31,7 +31,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,9 @@ class FleetOptions:
     flood_minutes: float = 10.0  # that run's simulated length
     big_hosts: int = 500  # a run with this many hosts, coordination on; 0 skips it
     big_hours: float = 2.0  # that run's simulated length
+    # "all": also a coordinated run in which every app needs history (GitHub's release list
+    # beside each latest); "none" (the default) skips it. The on/off runs always use none.
+    history_apps: str = "none"
 
 
 @dataclass
@@ -167,6 +170,7 @@ class FleetReport:
     kill: KillRun | None
     flood: FloodRun | None = None
     big: FleetRun | None = None
+    history: FleetRun | None = None  # every app needing history (``--history-apps all``)
 
 
 # --- One simulated host ----------------------------------------------------------------------
@@ -473,6 +477,7 @@ def _spawn_hosts(fleet: _Fleet, redis_port: int, workdir: Path, kill_after_ms: i
     if kill_after_ms is not None:
         fleet.kill_switch = KillSwitch(START_MS + kill_after_ms, fleet.admin, fleet.apps)
     config = PollConfig(apps=fleet.apps, interval_ms=fleet.interval_ms, max_backoff_ms=MAX_BACKOFF_MS)
+    needs = frozenset(app.key for app in fleet.apps) if fleet.options.history_apps == "all" else frozenset()
     simulation = fleet.simulation
     for index in range(fleet.hosts_count):
         host = _Host(name=f"host-{index:02d}", stats=HostStats(), counter=RedisCounter())
@@ -487,6 +492,7 @@ def _spawn_hosts(fleet: _Fleet, redis_port: int, workdir: Path, kill_after_ms: i
             log=fleet.log,
             now_ms=lambda: simulation.now_ms,
             kill_switch=fleet.kill_switch,
+            needs_history=needs,
         )
         simulation.spawn(host.name, body, random.Random(f"{fleet.options.seed}:{index}"))
 
@@ -588,6 +594,7 @@ def _host_body(
     log: ServedLog,
     now_ms: Callable[[], int],
     kill_switch: KillSwitch | None,
+    needs_history: frozenset[str] = frozenset(),
 ) -> Callable[[HostClock], None]:
     """What the runner does on a host, on the host's virtual clock."""
 
@@ -603,7 +610,13 @@ def _host_body(
             kill_switch.arm(host.name, source)
         shared, shared_marks = _host_redis(host, redis_port)
         poller = Poller(
-            config=config, github=source, host=store, fence=lease.fence, clock=clock, shared=shared
+            config=config,
+            github=source,
+            host=store,
+            fence=lease.fence,
+            clock=clock,
+            shared=shared,
+            needs_history=lambda: needs_history,
         )
         wakeups = CountingWakeUps(
             poller,
@@ -843,9 +856,15 @@ def run_fleet_benchmark(options: FleetOptions, redis_port: int | None = None) ->
         pool = stack.enter_context(
             ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn"))
         )
+        history_run = options.history_apps == "all"
+        options = replace(options, history_apps="none")  # the default configuration's figures
         running_on = pool.submit(_simulate_mode, options, True, redis_port, workdir / "on")
         running_off = pool.submit(_simulate_mode, options, False, off_redis_port, workdir / "off")
         on, off = running_on.result(), running_off.result()
+        history = None
+        if history_run:  # after the two: its own Redis, so their figures stay apart
+            every = replace(options, history_apps="all")
+            history = _simulate_mode(every, True, off_redis_port, workdir / "history")
         kill = flood = big = None
         if options.big_hosts > 0:  # in a process of its own, beside the two short runs
             running_big = pool.submit(_simulate_big, options, off_redis_port, workdir / "big")
@@ -855,7 +874,9 @@ def run_fleet_benchmark(options: FleetOptions, redis_port: int | None = None) ->
             flood = flood_scenario(options, redis_port, workdir / "flood")
         if options.big_hosts > 0:
             big = running_big.result()
-        return FleetReport(options=options, on=on, off=off, kill=kill, flood=flood, big=big)
+        if history_run:
+            options = replace(options, history_apps="all")
+        return FleetReport(options=options, on=on, off=off, kill=kill, flood=flood, big=big, history=history)
 
 
 def _fmt(value: float | None, digits: int = 1, unit: str = "") -> str:
@@ -880,6 +901,7 @@ def markdown(report: FleetReport) -> str:
         "",
         f"Redis commands with coordination on, as Redis counted them: {_counts(on.redis_command_mix)}.",
     ]
+    lines += ["", history_markdown(report)]
     if report.kill is not None:
         lines += ["", *kill_markdown(report.kill)]
     if report.flood is not None:
@@ -887,6 +909,23 @@ def markdown(report: FleetReport) -> str:
     if report.big is not None:
         lines += ["", *big_markdown(report.big)]
     return "\n".join(lines)
+
+
+def history_markdown(report: FleetReport) -> str:
+    """What release history costs: requests per app per interval, default and every app opted in."""
+    default = f"{report.on.requests_per_app_per_interval:.3f}"
+    if report.history is None:
+        return (
+            f"GitHub requests per app per interval in the default configuration (no app needs "
+            f"history): {default}; `--history-apps all` adds a run with every app needing it."
+        )
+    every = report.history.requests_per_app_per_interval
+    return (
+        f"GitHub requests per app per interval: {default} in the default configuration (no app "
+        f"needs history), {every:.3f} with every app needing history (coordination on: the list "
+        f"beside each latest), so {every - report.on.requests_per_app_per_interval:+.3f} per "
+        "opted-in app."
+    )
 
 
 def run_rows(o: FleetOptions, on: FleetRun, off: FleetRun | None) -> list[tuple[str, ...]]:
@@ -1010,6 +1049,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flood-minutes", type=float, default=defaults.flood_minutes)
     parser.add_argument("--big-hosts", type=int, default=defaults.big_hosts, help="0 skips the large run")
     parser.add_argument("--big-hours", type=float, default=defaults.big_hours)
+    parser.add_argument(
+        "--history-apps",
+        choices=("none", "all"),
+        default=defaults.history_apps,
+        help="all: also a run with every app needing history (the release list beside each latest)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures and their Markdown here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -1027,6 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
         flood_minutes=args.flood_minutes,
         big_hosts=args.big_hosts,
         big_hours=args.big_hours,
+        history_apps=args.history_apps,
     )
     report = run_fleet_benchmark(options)
     return finish(report, markdown(report), args.json)

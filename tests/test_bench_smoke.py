@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fleet import FleetOptions, host_address, next_version, run_fleet_benchmark
+from bench.fleet import FleetOptions, host_address, markdown, next_version, run_fleet_benchmark
 from bench.fleet_metrics import ServedLog
 from bench.loadgen import parse_wrk
 from bench.report import FIGURES_END, FIGURES_START, rewrite_figures
@@ -151,6 +151,22 @@ def test_the_fleet_simulation_is_a_function_of_its_seed():
             report[mode].pop("cpu_s")
     assert first == second
     assert first["on"]["github_requests"] > 0
+
+
+@ONE_AT_A_TIME
+@pytest.mark.slow
+def test_the_fleet_bench_shows_what_history_costs_and_that_the_default_costs_what_it_did():
+    options = FleetOptions(
+        hosts=2, hours=2, releases=0, kill_hours=0, flood=0, big_hosts=0, history_apps="all"
+    )
+    report = run_fleet_benchmark(options)
+    assert report.history is not None
+    default, every = report.on.requests_per_app_per_interval, report.history.requests_per_app_per_interval
+    # A 2-hour run of 2 hosts counts the first round on top of the schedule, hence above 1.
+    assert 1.0 <= default <= 1.3, "no app needs history: what the latest alone costs, as before"
+    assert report.history.github_requests == 2 * report.on.github_requests, "one list beside each latest"
+    text = markdown(report)
+    assert f"{default:.3f} in the default configuration" in text and f"{every:.3f} with every app" in text
 
 
 def test_hosts_take_turns_in_virtual_time_and_a_killed_host_just_stops():

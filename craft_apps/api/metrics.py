@@ -259,7 +259,13 @@ def _app_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[
         "Failed requests in a row for the app (0 when not failing).",
         labels=["app"],
     )
+    depth = GaugeMetricFamily(
+        "craft_apps_app_history_depth",
+        "Releases in the app's history on this host (prereleases included; 0: none known yet).",
+        labels=["app"],
+    )
     for key in policy.apps:
+        depth.add_metric([key], len(view.snapshot.history.get(key, ())))
         state = view.snapshot.apps.get(key)
         fetched_ms = state.fetched_ms if state is not None else None
         fetch_age.add_metric(
@@ -269,7 +275,7 @@ def _app_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[
         if release is not None and release.published_at is not None:
             release_age.add_metric([key], max(0, now_ms - datetime_to_ms(release.published_at)) / 1000)
         failures.add_metric([key], state.failures if state is not None and state.is_failing() else 0)
-    yield from (fetch_age, release_age, failures)
+    yield from (fetch_age, release_age, failures, depth)
     yield from _drop_metrics(view, policy)
 
 

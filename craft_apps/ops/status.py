@@ -237,6 +237,7 @@ def _app(
         "next_due_reason": reason,
         "refresh_requested_at": _instant(requested),
         "etag": bool(state is not None and state.etag),
+        "history_depth": len(view.snapshot.history.get(app.key, ())),
         "fleet_claim": None
         if claim is None
         else {
@@ -348,7 +349,18 @@ def _age_s(ms: int | None, now_ms: int) -> int | None:
 def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
     """The document as a table of apps and a list of the host's facts."""
     relative = _Relative(now_ms)
-    header = ("APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT DUE", "ETAG", "FLEET CLAIM", "BETA")
+    header = (
+        "APP",
+        "TAG",
+        "PUBLISHED",
+        "FETCHED",
+        "FAILURES",
+        "NEXT DUE",
+        "ETAG",
+        "HISTORY",
+        "FLEET CLAIM",
+        "BETA",
+    )
     rows = [header]
     for app in doc["apps"]:
         failures = "-"
@@ -364,6 +376,7 @@ def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
                 failures,
                 _next_due_text(app, relative),
                 "yes" if app["etag"] else "no",
+                str(app["history_depth"]),
                 "-" if claim is None else f"{claim['by'] or '?'} {relative.of(claim['at'])}",
                 {True: "on", False: "off"}.get(app.get("beta"), "unknown"),
             )

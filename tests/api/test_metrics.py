@@ -68,6 +68,7 @@ def test_the_poller_numbers_come_from_the_state_file(site: Path, client: Client)
         "photocraft", AppState(latest_release=release(), fetched_ms=START_MS, etag='"e"'), fence=lease.fence
     )
     store.put_app("vectorcraft", AppState(failed_ms=START_MS, failures=3), fence=lease.fence)
+    store.put_history("photocraft", [release("0.5.0"), release("0.4.0")], fence=lease.fence)
     store.put_backoff(Backoff(until_ms=START_MS + 600 * S, trouble=2), fence=lease.fence)
     quota = GitHubQuota(remaining=41, limit=60, reset_ms=START_MS + 3600 * S, seen_ms=START_MS)
     record(
@@ -97,6 +98,8 @@ def test_the_poller_numbers_come_from_the_state_file(site: Path, client: Client)
         (("app", "photocraft"),): (START_MS + 60 * S - published_ms) / 1000
     }
     assert samples["craft_apps_app_failures_in_a_row"][(("app", "vectorcraft"),)] == 3
+    assert samples["craft_apps_app_history_depth"][(("app", "photocraft"),)] == 2
+    assert samples["craft_apps_app_history_depth"][(("app", "vectorcraft"),)] == 0
     assert samples["craft_apps_health_problems"][(("rule", "stale"),)] == 1
     assert samples["craft_apps_state_file_readable"][()] == 1
 

@@ -28,7 +28,7 @@ from craft_apps.host.store import StateStore
 from craft_apps.instants import datetime_to_ms, parse_rfc3339
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
-from tests.support import apps_setting, free_port, publish, release, stand_in
+from tests.support import apps_setting, free_port, publish, publish_history, release, stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS_SETTING = apps_setting()
@@ -87,7 +87,8 @@ def test_after_a_coordinated_round_it_shows_every_app_the_lease_and_the_quota(en
     text = manage(env, "craft_apps_status")
     assert text.returncode == 0
     assert text.stdout.splitlines()[0].split() == [
-        "APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT", "DUE", "ETAG", "FLEET", "CLAIM", "BETA"
+        "APP", "TAG", "PUBLISHED", "FETCHED", "FAILURES", "NEXT", "DUE", "ETAG", "HISTORY", "FLEET", "CLAIM",
+        "BETA",
     ]  # fmt: skip
     assert "github quota     58 of 60 left, resets in " in text.stdout
     assert "health           ok" in text.stdout
@@ -122,6 +123,19 @@ def test_check_takes_the_rules_asked_for_and_speaks_json(settings, state_dir: Pa
     assert body["status"] == "unhealthy"
     details = [problem["detail"] for problem in body["problems"]]
     assert [detail.split(" ")[0] for detail in details] == ["photocraft", "artcraft-launcher"]
+
+
+def test_each_app_s_history_depth_shows_in_the_table_and_the_json(settings, state_dir: Path):
+    settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
+    publish(state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=1)})
+    publish_history(state_dir, "photocraft", [release("0.5.0"), release("0.4.0"), release("0.3.0")])
+    apps = {app["key"]: app for app in json.loads(status("--json"))["apps"]}
+    assert apps["photocraft"]["history_depth"] == 3
+    assert apps["artcraft-launcher"]["history_depth"] == 0  # none known yet
+    lines = status().splitlines()
+    header, photocraft = lines[0], next(line for line in lines if line.startswith("photocraft "))
+    column = header.index("HISTORY")  # the table's columns are aligned
+    assert photocraft[column:].split()[0] == "3"
 
 
 def redis_alias(url: str) -> dict[str, object]:

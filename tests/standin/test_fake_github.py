@@ -131,8 +131,30 @@ def test_unpublish_brings_the_404_back(demo_github, http):
 
 
 def test_other_paths_are_404(demo_github, http):
-    assert http.get(f"{demo_github.url}/repos/{PHOTOCRAFT}/releases").status_code == 404
+    assert http.get(f"{demo_github.url}/repos/{PHOTOCRAFT}/releases/1").status_code == 404
+    assert http.get(f"{demo_github.url}/repos/storytold/nothing/releases").status_code == 404
     assert http.get(f"{demo_github.url}/").status_code == 404
+
+
+def test_the_release_list_serves_prereleases_drafts_and_deletions_with_its_own_etag(demo_github, http):
+    url = f"{demo_github.url}/repos/{PHOTOCRAFT}/releases?per_page=2"
+    latest = demo_github.published()[PHOTOCRAFT]
+    rc = {**latest, "tag_name": "v9.0.0-rc.1", "published_at": "2030-01-01T00:00:00Z"}
+    demo_github.publish_prerelease(PHOTOCRAFT, rc)
+    demo_github.add_draft(PHOTOCRAFT, {**latest, "tag_name": "v9.1.0", "published_at": None})
+    first = http.get(url)
+    assert first.status_code == 200
+    listed = [(r["tag_name"], r["prerelease"], r["draft"]) for r in first.json()]
+    assert listed == [("v9.1.0", False, True), ("v9.0.0-rc.1", True, False)]  # newest first, per_page
+    assert first.headers["ETag"] != demo_github.etag_of(PHOTOCRAFT)  # its own
+    again = http.get(url, headers={"If-None-Match": first.headers["ETag"]})
+    assert again.status_code == 304
+    demo_github.delete_release(PHOTOCRAFT, latest["tag_name"])  # the only stable one
+    assert http.get(latest_url(demo_github, PHOTOCRAFT)).status_code == 404
+    assert http.get(url, headers={"If-None-Match": first.headers["ETag"]}).status_code == 304  # same page
+    whole = http.get(f"{demo_github.url}/repos/{PHOTOCRAFT}/releases?per_page=10").json()
+    assert [r["tag_name"] for r in whole] == ["v9.1.0", "v9.0.0-rc.1"]  # the deleted one is gone
+    assert [r.repo for r in demo_github.requests if "/releases?" in r.path] == [PHOTOCRAFT] * 4
 
 
 def test_serves_the_web_side_of_a_release_without_counting_it(demo_github, http):
