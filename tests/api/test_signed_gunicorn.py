@@ -140,3 +140,46 @@ def test_a_key_rotation_end_to_end_with_two_workers(tmp_path: Path):
                 if found.accepted:
                     last[launcher] = max(last[launcher] or 0, signing.parse_rfc3339(found.signed or ""))
     assert all(old not in log.read_text() and new not in log.read_text() for log in logs)
+
+
+@pytest.mark.slow
+def test_the_beta_channel_is_signed_as_its_own_variant_in_every_coding(tmp_path: Path):
+    """Every app on beta (imported into the site's database, as an operator would), the first
+    apps with a newer prerelease: what gunicorn serves on ``?channel=beta`` verifies as the
+    ``beta`` variant in each coding, never as the stable answer's, and differs from it."""
+    import http.client
+
+    from bench.endpoint import prepare_site_database
+
+    state_dir = tmp_path / "state"
+    fill_state(state_dir)
+    port = free_port()
+    env = site_env(state_dir, tmp_path / "unused.json", tmp_path)
+    env["CRAFT_APPS_SIGNING_KEY"] = signing.private_key_text(KEY_A)
+    prepare_site_database(env, tmp_path)
+    log = tmp_path / "beta.log"
+    with running(
+        gunicorn_command(port, workers=2), env=env, log=log, ready_url=f"http://127.0.0.1:{port}{URL}"
+    ):
+        now = int(time.time())
+        bodies = set()
+        for coding in (None, "gzip", "br"):
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request(
+                "GET", f"{URL}?channel=beta", headers={"Accept-Encoding": coding or "identity"}
+            )
+            response = connection.getresponse()
+            raw, headers = response.read(), dict(response.getheaders())
+            connection.close()
+            assert response.status == 200, raw[:200]
+            coded = headers.get("Content-Encoding")
+            body = (
+                brotli.decompress(raw) if coded == "br" else gzip.decompress(raw) if coded == "gzip" else raw
+            )
+            assert coded == coding
+            assert signing.verify(body, headers, [KEY_A.public], now, variant="beta").accepted
+            assert not signing.verify(body, headers, [KEY_A.public], now).accepted, "not as stable's"
+            bodies.add(bytes(body))
+        stable = exchange(port, HOST)
+    assert len(bodies) == 1 and bodies != {decoded(stable)}, "the beta answer lists the prereleases"
+    assert signing.verify(decoded(stable), stable.headers, [KEY_A.public], now).accepted
