@@ -244,6 +244,16 @@ class Backoff:
 
 
 @dataclass(frozen=True, slots=True)
+class Rollout:
+    """A release being rolled out to a share of the launchers: a launcher whose own number
+    (drawn once, 0-99) is below ``percentage`` takes ``release``; every other one stays on the
+    app's ``latest_release``."""
+
+    release: Release
+    percentage: int  # 0-99: at 100 the release is the app's latest_release and this goes
+
+
+@dataclass(frozen=True, slots=True)
 class AppReleaseInfo:
     """One app as the endpoint lists it."""
 
@@ -251,6 +261,7 @@ class AppReleaseInfo:
     repo: str
     latest_release: Release | None
     app_last_fetched: datetime | None
+    rollout: Rollout | None = None  # listed only when an operator stages one (``controls``)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,21 @@
 """Django finds an app's models here; they live in ``craft_apps.notices.models``."""
 
-from craft_apps.notices.models import Alert, Announcement, AppChannel, AppRename, NoticesVersion, RepoRename
+from craft_apps.notices.models import (
+    Alert,
+    Announcement,
+    AppChannel,
+    AppRename,
+    NoticesVersion,
+    ReleaseControl,
+    RepoRename,
+)
 
-__all__ = ["Alert", "Announcement", "AppChannel", "AppRename", "NoticesVersion", "RepoRename"]
+__all__ = [
+    "Alert",
+    "Announcement",
+    "AppChannel",
+    "AppRename",
+    "NoticesVersion",
+    "ReleaseControl",
+    "RepoRename",
+]

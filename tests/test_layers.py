@@ -26,6 +26,7 @@ LAYERS: dict[str, int] = {
     "versions": 1,  # the beta channel's version precedence: pure
     "signing": 1,  # the Ed25519 signature and its reference verifier: pure, for launcher authors
     "conf": 2,
+    "controls": 2,  # hold, yank and staged rollout: the rule and its check, pure (uses versions)
     "source": 2,  # what the poller asks of a release source and its answers; github implements it
     "github": 3,
     "host": 3,

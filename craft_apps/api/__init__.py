@@ -5,7 +5,8 @@ OpenAPI names, ``validators`` the ETag and ``If-None-Match``, ``negotiation``
 ``Accept-Encoding``, ``representation`` the kept bytes in each coding (and the brotli
 ``Refiner``), ``caching`` how long each answer may be kept, ``answer_cache`` the answer kept per
 state version and channel, ``channels`` the ``?channel=`` parameter and the beta channel's
-answer, ``views`` the HTTP answers. People: ``downloads`` the download links (the one
+answer, ``controls`` the release controls applied to a channel's answer, ``views`` the HTTP
+answers. People: ``downloads`` the download links (the one
 "which file" rule), ``platforms`` the visitor's system, ``pages`` the downloads page and
 ``page_cache`` its rendered pages. Operators: ``health`` and ``metrics``; ``schema_views`` the
 schema-only DRF faces of the plain views (health, metrics, the webhook); ``docs_settings`` the

@@ -9,6 +9,13 @@ answer (``channels.beta_release_info``) is made from the same snapshot of the st
 once per stable answer and set of apps on beta, and when it lists the same releases it takes
 the stable answer's bytes (and brotli and gzip forms) as they are: nothing is encoded twice.
 ``encoded`` counts the answers encoded (the benchmark prints it per state version).
+
+The release controls (``api.controls``; from the same background look as the notices) are
+applied to each channel's answer: stable's from GitHub's answer, beta's after the beta
+channel's choice. What they were made with is part of what an answer is kept for, with each
+rollout's percentage now, so an edit or a schedule's step makes the next answer anew (once per
+channel), and an edit made while the state file can't be read is applied to the last good
+snapshot: a yank never waits for the file.
 """
 
 from __future__ import annotations
@@ -24,9 +31,11 @@ from typing import Any
 from craft_apps.api.answer import RECHECK_S, build_release_info
 from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
 from craft_apps.api.channels import STABLE, beta_release_info, variant
+from craft_apps.api.controls import controlled_release_info
 from craft_apps.api.representation import EncodedAnswer, Refiner, SignatureSlot, represent
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.conf import app_settings
+from craft_apps.controls import Control, percentages
 from craft_apps.domain import AppSpec, AppState, ReleaseInfo
 from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
 from craft_apps.notices.items import NO_NOTICES, Notices
@@ -56,6 +65,9 @@ def as_channel(answer: EncodedAnswer, channel: str) -> EncodedAnswer:
 
 _NO_SNAPSHOT = StateSnapshot(0)
 
+# The controls an answer was made with, and each one's percentage then.
+ControlsKey = tuple[tuple[Control, ...], tuple[int, ...]]
+
 
 class AnswerCache:
     """The encoded answer of the last state version this process saw, and the last good one.
@@ -75,17 +87,24 @@ class AnswerCache:
         monotonic: Callable[[], float] = time.monotonic,
         refiner: Refiner | None = None,
         beta_apps: Callable[[], frozenset[str]] = frozenset,
+        controls: Callable[[], tuple[Control, ...]] = tuple,
+        now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
         self.recheck_s = recheck_s
         self._store = store  # the process's one store of a state directory
         self._notices = notices  # what the feed's background look left; never waits, never raises
         self._beta_apps = beta_apps  # as the notices: what the same look left
+        self._controls = controls  # as the notices: what the same look left
+        self._now_ms = now_ms  # the wall clock a rollout's schedule is read on
         self._monotonic = monotonic
         self._refiner = refiner or Refiner()
         self._lock = threading.Lock()
-        self._key: tuple[Path, tuple[tuple[int, ...] | None, int], tuple[AppSpec, ...], Notices] | None = None
+        self._key: (
+            tuple[Path, tuple[tuple[int, ...] | None, int], tuple[AppSpec, ...], Notices, ControlsKey] | None
+        ) = None
         self._answer: EncodedAnswer | None = None  # the last good one
         self._snapshot = _NO_SNAPSHOT  # what the last good one was made from
+        self._uncontrolled: ReleaseInfo | None = None  # its release info before the controls
         # Per channel but the stable one: (what it was made from, the answer).
         self._channels: dict[str, tuple[object, EncodedAnswer]] = {}
         self.encoded = 0  # answers encoded (JSON, gzip, brotli), all channels
@@ -100,24 +119,33 @@ class AnswerCache:
         if channel == STABLE:
             return stable
         with self._lock:
-            key, snapshot, current = self._key, self._snapshot, self._answer
-        if current is None or current.body is not stable.body:
-            key, snapshot = None, _NO_SNAPSHOT  # a fallback answer: nothing fetched to add to
+            key, snapshot, current, uncontrolled = self._key, self._snapshot, self._answer, self._uncontrolled
+        if current is None or current.body is not stable.body or uncontrolled is None:
+            # A fallback answer: nothing fetched to add to.
+            key, snapshot, uncontrolled = None, _NO_SNAPSHOT, stable.release_info
         beta = self._beta_apps()
         made_from = (stable.body, stable.cache_control, key, beta)
         kept = self._channels.get(channel)
         if kept is not None and kept[0] == made_from:
             return kept[1]
         apps = key[2] if key is not None else app_settings.APPS
+        web_url = app_settings.GITHUB_WEB_URL
         info = beta_release_info(
-            stable.release_info,
-            apps,
-            beta,
-            snapshot.history,
-            snapshot.history_fetches,
-            app_settings.GITHUB_WEB_URL,
+            uncontrolled, apps, beta, snapshot.history, snapshot.history_fetches, web_url
         )
-        if info is stable.release_info:
+        if key is not None:
+            controls = key[4][0]
+            info = controlled_release_info(
+                info,
+                channel,
+                apps,
+                controls,
+                snapshot.history,
+                snapshot.history_fetches,
+                web_url,
+                self._now_ms(),
+            )
+        if info is stable.release_info or info == stable.release_info:
             answer = as_channel(stable, channel)
         else:
             answer = self._encode(info, key[3] if key is not None else NO_NOTICES, channel)
@@ -141,12 +169,17 @@ class AnswerCache:
         self._served = (answer, self._monotonic() + self.recheck_s)
         return answer
 
+    def _controls_now(self) -> ControlsKey:
+        controls = self._controls()
+        return controls, percentages(controls, self._now_ms()) if controls else ()
+
     def _look(self, state_dir: Path, apps: tuple[AppSpec, ...]) -> EncodedAnswer:
         store = self._store(state_dir)
         notices = self._notices()
+        controls = self._controls_now()
         try:
             marker = store.version_marker()
-            if self._key == (store.path, marker, apps, notices) and self._answer is not None:
+            if self._key == (store.path, marker, apps, notices, controls) and self._answer is not None:
                 # The same file at the same version as before a look that failed (it was
                 # locked, say): it is readable again all the same.
                 self._readable_again(store)
@@ -156,14 +189,39 @@ class AnswerCache:
             if marker[0] is None or store.file_identity() is None:
                 raise store.missing()
         except StateUnavailable as err:
-            return self._fallback(apps, str(err), notices)
+            return self._fallback(apps, str(err), notices, controls)
         except Exception as err:  # the endpoint never fails, whatever the state file does
-            return self._fallback(apps, f"{type(err).__name__}: {err}", notices)
-        answer = self._encode(build_release_info(apps, snapshot.apps, app_settings.GITHUB_WEB_URL), notices)
-        with self._lock:
-            self._key, self._answer = (store.path, (marker[0], snapshot.version), apps, notices), answer
-            self._snapshot = snapshot
+            return self._fallback(apps, f"{type(err).__name__}: {err}", notices, controls)
+        answer = self._make(store.path, (marker[0], snapshot.version), apps, notices, controls, snapshot)
         self._readable_again(store)
+        return answer
+
+    def _make(
+        self,
+        path: Path,
+        marker: tuple[tuple[int, ...] | None, int],
+        apps: tuple[AppSpec, ...],
+        notices: Notices,
+        controls: ControlsKey,
+        snapshot: StateSnapshot,
+    ) -> EncodedAnswer:
+        """Encodes and keeps the stable answer ``snapshot`` makes with ``notices`` and ``controls``."""
+        web_url = app_settings.GITHUB_WEB_URL
+        uncontrolled = build_release_info(apps, snapshot.apps, web_url)
+        info = controlled_release_info(
+            uncontrolled,
+            STABLE,
+            apps,
+            controls[0],
+            snapshot.history,
+            snapshot.history_fetches,
+            web_url,
+            self._now_ms(),
+        )
+        answer = self._encode(info, notices)
+        with self._lock:
+            self._key, self._answer = (path, marker, apps, notices, controls), answer
+            self._snapshot, self._uncontrolled = snapshot, uncontrolled
         self._refiner.offer(answer, self._refined)
         return self._answer or answer  # the refined one when the refiner ran at once
 
@@ -185,7 +243,9 @@ class AnswerCache:
             if served is not None and served[0] is answer:
                 self._served = (better, served[1])
 
-    def _fallback(self, apps: tuple[AppSpec, ...], reason: str, notices: Notices) -> EncodedAnswer:
+    def _fallback(
+        self, apps: tuple[AppSpec, ...], reason: str, notices: Notices, controls: ControlsKey
+    ) -> EncodedAnswer:
         with self._lock:
             if self._failure != reason:
                 self._failure = reason
@@ -194,8 +254,11 @@ class AnswerCache:
                     "last good" if self._answer else "not-fetched-yet",
                     reason,
                 )
-            if self._answer is not None:
-                return self._answer
+            key, answer, snapshot = self._key, self._answer, self._snapshot
+        if answer is not None and key is not None:
+            if key[4] != controls:  # an edit of the controls applies to what the file said last
+                return self._make(key[0], key[1], key[2], key[3], controls, snapshot)
+            return answer
         nothing = build_release_info(apps, dict[str, AppState](), app_settings.GITHUB_WEB_URL)
         return self._encode(nothing, notices)
 
@@ -203,4 +266,4 @@ class AnswerCache:
         """Forgets every answer: the next request looks at the settings and the state file."""
         with self._lock:
             self._key, self._answer, self._failure, self._served = None, None, None, None
-            self._snapshot, self._channels = _NO_SNAPSHOT, {}
+            self._snapshot, self._channels, self._uncontrolled = _NO_SNAPSHOT, {}, None

@@ -79,6 +79,19 @@ def variant(channel: str) -> str:
     return "" if channel == STABLE else channel
 
 
+def history_of(
+    app: AppSpec,
+    history: Mapping[str, tuple[Release, ...]],
+    fetches: Mapping[str, HistoryFetch],
+    web_url: str,
+) -> tuple[Release, ...]:
+    """The app's history that counts: of its repository (as a fetch is), release by release."""
+    fetch = fetches.get(app.key)
+    if fetch is not None and fetch.repo is not None and not same_repo(fetch.repo, app.repo):
+        return ()  # the history of a repository the app no longer names
+    return tuple(r for r in history.get(app.key, ()) if release_page_is_of(r, app.repo, web_url))
+
+
 def beta_release_info(
     stable: ReleaseInfo,
     apps: tuple[AppSpec, ...],
@@ -94,11 +107,7 @@ def beta_release_info(
         listed = changed.get(app.key)
         if app.key not in beta_apps or listed is None or listed.app_last_fetched is None:
             continue
-        fetch = fetches.get(app.key)
-        if fetch is not None and fetch.repo is not None and not same_repo(fetch.repo, app.repo):
-            continue  # the history of a repository the app no longer names
-        releases = [r for r in history.get(app.key, ()) if release_page_is_of(r, app.repo, web_url)]
-        chosen = newest(listed.latest_release, releases)
+        chosen = newest(listed.latest_release, history_of(app, history, fetches, web_url))
         if chosen is not listed.latest_release:
             changed[app.key] = replace(listed, latest_release=chosen)
     if all(changed[key] is stable.apps[key] for key in stable.apps):

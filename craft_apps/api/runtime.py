@@ -55,7 +55,14 @@ class Runtime:
         self.clock: Clock = clock or SystemClock()
         self.feed = feed or NoticesFeed(clock=self.clock)
         self.answers = AnswerCache(
-            self.store, self.notices, recheck_s, monotonic, refiner, self.feed.beta_apps
+            self.store,
+            self.notices,
+            recheck_s,
+            monotonic,
+            refiner,
+            self.feed.beta_apps,
+            self.feed.controls,
+            self.clock.now_ms,
         )
         self.pages = PageCache()
         # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):

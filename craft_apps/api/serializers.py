@@ -95,6 +95,17 @@ class CraftAppReleaseSerializer(serializers.Serializer):  # type: ignore[type-ar
     assets = CraftAppReleaseAssetSerializer(many=True)
 
 
+class CraftAppRolloutSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    release = CraftAppReleaseSerializer(help_text="The release being rolled out.")
+    percentage = serializers.IntegerField(
+        min_value=0,
+        max_value=99,
+        help_text="The share of launchers that take `release` now, 0-99. A launcher draws a whole "
+        "number from 0 to 99 once, keeps it, and takes `release` while that number is below "
+        "`percentage`; every other launcher stays on `latest_release`.",
+    )
+
+
 class CraftAppReleaseInfoSerializer(serializers.Serializer):  # type: ignore[type-arg]
     name = serializers.CharField(help_text="Display name (`PhotoCraft`).")
     repo = serializers.CharField(help_text="GitHub repository, `organization/project`.")
@@ -106,6 +117,17 @@ class CraftAppReleaseInfoSerializer(serializers.Serializer):  # type: ignore[typ
     app_last_fetched = TimestampField(
         help_text="When this app's release was last fetched successfully; null if it never was."
     )
+    rollout = CraftAppRolloutSerializer(
+        required=False,
+        help_text="Present only while the operator rolls a newer release out in stages: "
+        "`latest_release` is then the release before it. Absent otherwise.",
+    )
+
+    def to_representation(self, instance: Any) -> Any:
+        data = super().to_representation(instance)
+        if data.get("rollout") is None:
+            data.pop("rollout", None)  # absent, not null: the answer is as before rollouts
+        return data
 
 
 class CraftAppsReleaseInfoSerializer(serializers.Serializer):  # type: ignore[type-arg]

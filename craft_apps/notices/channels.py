@@ -1,14 +1,16 @@
-"""Which apps have their beta channel on (``models.AppChannel``), for the web processes and the
-poller.
+"""Which apps have their beta channel on (``models.AppChannel``) and which release controls are in
+place (``models.ReleaseControl``), for the web processes and the poller.
 
-``read_beta_apps`` is the one query (the feed runs it with the notices, in its background
-look). ``BetaApps`` is what the poller asks before each round (which apps need their release
-history): the read runs in a thread of its own and the poller waits for it at most
-``READ_BOUND_S``; when the database fails or is slower than that, the poller goes on with the
-last set it read (none before the first) and one line is logged when the trouble starts and
-one when it ends. A read still running is never doubled: the next ask gets the last set. The
-poller asks for each app it fetches; a set read less than ``FRESH_S`` ago is answered as it is,
-so the database is read at most about once a second, as the web processes' feed reads it.
+``read_beta_apps`` and ``read_controls`` are the queries (the feed runs them with the notices,
+in its background look). ``HistoryApps`` is what the poller asks before each round: which apps
+need their release history (those on beta, and those with a control, whose fallback and rollout
+need the releases before the latest). The read runs in a thread of its own and the poller waits
+for it at most ``READ_BOUND_S``; when the database fails or is slower than that, the poller
+goes on with the last set it read (none before the first) and one line is logged when the
+trouble starts and one when it ends. A read still running is never doubled: the next ask gets
+the last set. The poller asks for each app it fetches; a set read less than ``FRESH_S`` ago is
+answered as it is, so the database is read at most about once a second, as the web processes'
+feed reads it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Callable
 
 from django.db import close_old_connections, router
 
-from craft_apps.notices.models import AppChannel
+from craft_apps.controls import Control
+from craft_apps.notices.models import AppChannel, ReleaseControl
 from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
@@ -37,9 +40,22 @@ def read_beta_apps(using: str | None = None) -> frozenset[str]:
     )
 
 
-class BetaApps:
-    """The poller's view of the beta setting: ``beta_apps()`` never raises and waits at most
-    ``bound_s``."""
+def read_controls(using: str | None = None) -> tuple[Control, ...]:
+    """Every release control, in a stable order (so two hosts with the same rows agree). One query."""
+    db = using or router.db_for_read(ReleaseControl)
+    return tuple(row.to_control() for row in ReleaseControl._default_manager.using(db).order_by("id"))
+
+
+def read_history_apps(using: str | None = None) -> frozenset[str]:
+    """The keys of the apps that need their release history: on beta, or with a control. Two queries."""
+    db = using or router.db_for_read(AppChannel)
+    controlled = ReleaseControl._default_manager.using(db).values_list("app_key", flat=True)
+    return read_beta_apps(db) | frozenset(controlled)
+
+
+class HistoryApps:
+    """The poller's view of which apps need history: ``beta_apps()`` never raises and waits at
+    most ``bound_s``."""
 
     def __init__(
         self,
@@ -78,7 +94,7 @@ class BetaApps:
 
     def _read(self) -> None:
         try:
-            found = read_beta_apps()
+            found = read_history_apps()
         except Exception as err:  # the poller polls on, with what it knew
             self._trouble(f"{type(err).__name__}: {err}")
             return
@@ -95,8 +111,8 @@ class BetaApps:
             known = len(self._known)
         if first:
             logger.warning(
-                "Craft apps channels: the beta settings can't be read (%s); polling on with the "
-                "last %d apps on beta",
+                "Craft apps channels: the beta settings and release controls can't be read (%s); "
+                "polling on with the last %d apps that need history",
                 one_line(reason, 300),
                 known,
             )

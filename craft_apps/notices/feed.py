@@ -12,10 +12,10 @@ changes next, and the set is recomputed at that instant. Each web process has on
 its runtime (``craft_apps.api.runtime``) makes and holds; nothing here is kept at module level
 but the metrics' declarations.
 
-The same look reads the channel settings (``channels.read_beta_apps``) whenever it reloads
-the items: ``beta_apps`` answers what the last look left, so an edit of the beta setting shows
-in every worker as fast as one of a notice, and a database that can't be read keeps the last
-setting served.
+The same look reads the channel settings and the release controls (``channels.read_beta_apps``,
+``channels.read_controls``) whenever it reloads the items: ``beta_apps`` and ``controls``
+answer what the last look left, so an edit of either shows in every worker as fast as one of a
+notice, and a database that can't be read keeps the last ones in force.
 
 Only a process that has never read the database waits, on its first requests and for at most
 ``FIRST_LOOK_WAIT_S`` in all, so that a worker just started serves the notices from its first
@@ -47,8 +47,9 @@ from django.db.models import Q
 from prometheus_client import Counter, Gauge
 
 from craft_apps.clock import Clock, SystemClock
+from craft_apps.controls import Control
 from craft_apps.instants import ms_to_datetime
-from craft_apps.notices.channels import read_beta_apps
+from craft_apps.notices.channels import read_beta_apps, read_controls
 from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES, Notices, Scheduled, Window
 from craft_apps.notices.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
 from craft_apps.text import one_line
@@ -211,6 +212,7 @@ class NoticesFeed:
             self._scheduled: Scheduled | None = None
             self._served: _Served | None = None
             self._beta: frozenset[str] = frozenset()
+            self._controls: tuple[Control, ...] = ()
             self._failing = False
             self._left_out = 0
 
@@ -245,6 +247,11 @@ class NoticesFeed:
         """The apps whose beta channel is on, as the last look left them (none before the
         first). Starts no look: ``current``, which every answer asks first, does."""
         return self._beta
+
+    def controls(self) -> tuple[Control, ...]:
+        """The release controls as the last look left them (none before the first). Starts no
+        look, as ``beta_apps``."""
+        return self._controls
 
     def _start_look(self) -> None:
         with self._lock:
@@ -296,9 +303,11 @@ class NoticesFeed:
             return
         scheduled = load_scheduled(using, now)
         beta = read_beta_apps(using)
+        controls = read_controls(using)
         with self._lock:
             if generation == self._generation:
                 self._version, self._scheduled, self._beta = version, scheduled, beta
+                self._controls = controls
         self._report_left_out(scheduled.left_out)
 
     def _looked(self, generation: int, failure: Exception | None) -> None:

@@ -1,5 +1,6 @@
-"""The tables operators edit: app renames, repository renames, announcements and alerts, and
-each app's channel setting (``AppChannel``: whether its beta channel is on).
+"""The tables operators edit: app renames, repository renames, announcements and alerts, each
+app's channel setting (``AppChannel``: whether its beta channel is on) and the release
+controls (``ReleaseControl``: hold, yank, staged rollout; ``craft_apps.controls`` applies them).
 
 Each item has the contract's fields plus a publish window (``published``, ``visible_from``,
 optional ``visible_until``); ``items.Window`` decides what is served. Every rule an item must
@@ -29,6 +30,17 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from craft_apps.compat import UTC
+from craft_apps.controls import (
+    ACTIONS,
+    EVERY_CHANNEL,
+    ROLLOUT,
+    Control,
+    ScheduleRefused,
+    format_schedule,
+    parse_schedule,
+    problems,
+)
+from craft_apps.instants import datetime_to_ms
 from craft_apps.notices.items import AlertItem, AnnouncementItem, AppRenameItem, RepoRenameItem, Window
 
 # Bounds (characters). A GitHub owner has at most 39 and a repository name at most 100.
@@ -375,6 +387,171 @@ class AppChannel(models.Model):
             raise ValidationError(errors)
 
 
+TAG_MAX = 255  # git allows longer; GitHub's release pages don't
+REASON_MAX = 1000
+
+
+class ReleaseControl(models.Model):
+    """One operator decision about one app's release (``craft_apps.controls`` says what each
+    does): a hold at a tag, a yank of a tag, or a staged rollout of a tag with an optional
+    schedule and a pause. Each has a required reason; who changed it last is kept beside it
+    and the admin's log keeps every change. Every write bumps ``NoticesVersion``: the web
+    processes apply it within about a second. A key no configured app has, or a tag the host
+    doesn't know yet, is kept and applied when it appears.
+
+    ``full_clean`` checks the control with every other one of the database (``controls.problems``);
+    ``known_tags``, when the caller sets it (the admin's form, the import), adds the check that
+    the tag is one of the releases the host knows of the app."""
+
+    app_key = models.CharField(
+        max_length=APP_NAME_MAX,
+        validators=[app_key],
+        help_text="The app's key, as in the APPS setting (photocraft); lowercase.",
+    )
+    action = models.CharField(
+        max_length=16,
+        choices=[(a, a) for a in ACTIONS],
+        help_text="hold: serve nothing newer than the tag. yank: never serve the tag (every channel, "
+        "the downloads too). rollout: offer the tag to a share of the launchers, the rest keep the "
+        "release before it.",
+    )
+    tag = models.CharField(
+        max_length=TAG_MAX,
+        validators=[single_line, no_surrounding_space],
+        help_text="The release's git tag, as on GitHub (v1.2.0).",
+    )
+    channel = models.CharField(
+        max_length=16,
+        blank=True,
+        default=EVERY_CHANNEL,
+        choices=[(EVERY_CHANNEL, "every channel"), ("stable", "stable"), ("beta", "beta")],
+        help_text="Where a hold or a rollout applies; a yank applies on every channel.",
+    )
+    percentage = models.IntegerField(
+        null=True,
+        blank=True,
+        help_text="A rollout's share of launchers (0-100) before its schedule's first step.",
+    )
+    schedule = _bounded_text(
+        2000,
+        blank=True,
+        help_text="A rollout's steps, one a line: an instant and the percentage from then on, "
+        "such as “2026-12-02T09:00Z 25” then “2026-12-04T09:00Z 100”. Only goes up.",
+    )
+    paused = models.BooleanField(
+        default=False,
+        help_text="A paused rollout stays at the percentage it had when paused; its schedule "
+        "moves on again when unticked.",
+    )
+    paused_at = models.DateTimeField(null=True, blank=True, editable=False)
+    reason = _bounded_text(
+        REASON_MAX, help_text="Why (kept with who and when, in the admin's log and the export)."
+    )
+    changed_by = models.CharField(max_length=150, blank=True, editable=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = NoticeQuerySet.as_manager()
+    kind = "release_controls"
+
+    class Meta:
+        ordering = ("app_key", "action", "tag", "id")
+        verbose_name = "release control"
+
+    # The tags the host knows of each app it fetched, when the caller checks tags (not stored).
+    known_tags: dict[str, frozenset[str]] | None = None
+
+    def __str__(self) -> str:
+        scope = f" on {self.channel}" if self.channel else ""
+        if self.action == ROLLOUT:
+            return f"{self.app_key}: rollout of {self.tag}{scope}"
+        return f"{self.app_key}: {self.action} {self.tag}{scope}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.derive()
+        super().save(*args, **kwargs)
+
+    def derive(self) -> None:
+        """The key is lowercase, as the setting keeps it; ``paused_at`` follows ``paused``."""
+        self.app_key = (self.app_key or "").lower()
+        if self.paused and self.paused_at is None:
+            self.paused_at = timezone.now()
+        elif not self.paused:
+            self.paused_at = None
+
+    def steps(self) -> tuple[Any, ...]:
+        try:
+            return parse_schedule(self.schedule or "")
+        except ScheduleRefused:
+            return ()
+
+    def to_control(self) -> Control:
+        self.derive()
+        return Control(
+            app_key=self.app_key,
+            action=self.action,
+            tag=self.tag,
+            channel=self.channel or EVERY_CHANNEL,
+            percentage=self.percentage or 0,
+            steps=self.steps(),
+            paused_at_ms=None if self.paused_at is None else datetime_to_ms(self.paused_at),
+        )
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        self.derive()
+        errors: dict[str, Any] = {}
+        try:
+            super().clean_fields(exclude)
+        except ValidationError as err:
+            errors = err.update_error_dict(errors)
+        for f in ("app_key", "tag", "reason", "schedule"):
+            problem = storable_problem(getattr(self, f))
+            if problem is not None and f not in errors:
+                errors[f] = [problem]
+        if "schedule" not in errors:
+            try:
+                parse_schedule(self.schedule or "")
+            except ScheduleRefused as err:
+                errors["schedule"] = [str(err)]
+            else:
+                self.schedule = format_schedule(parse_schedule(self.schedule or ""))
+        if errors:
+            raise ValidationError(errors)
+
+    def clean(self) -> None:
+        super().clean()
+        if self.action == ROLLOUT and self.percentage is None:
+            raise ValidationError({"percentage": "Give the rollout's percentage now (0-100), such as 5."})
+        others = ReleaseControl._default_manager.using(self._state.db or router.db_for_read(ReleaseControl))
+        rows = [row for row in others.exclude(pk=self.pk) if row.pk is not None] if self.pk else list(others)
+        check_controls([*rows, self], self.known_tags, only=self)
+
+
+def check_controls(
+    rows: list[ReleaseControl],
+    known_tags: dict[str, frozenset[str]] | None,
+    only: ReleaseControl | None = None,
+) -> None:
+    """Raises ValidationError with what is wrong with ``rows`` as one set (``controls.problems``);
+    with ``only``, just what concerns it, field by field when the problem is its own."""
+    controls = [row.to_control() for row in rows]
+    errors: dict[str, list[str]] = {}
+    for problem in problems(controls, known_tags):
+        row = rows[problem.index]
+        if only is not None and row is not only:
+            related = (
+                controls[problem.index].app_key == only.app_key and controls[problem.index].tag == only.tag
+            )
+            if not related:
+                continue
+            errors.setdefault("__all__", []).append(f"{row}: {problem.message}")
+            continue
+        field_name = problem.field if only is not None and problem.field else "__all__"
+        message = problem.message if only is not None else f"{row}: {problem.message}"
+        errors.setdefault(field_name, []).append(message)
+    if errors:
+        raise ValidationError(errors)
+
+
 class NoticesVersion(models.Model):
     """One row whose number changes with every write to the notices: the cheap marker the web
     processes look at (at most once a second) instead of the items."""
@@ -394,8 +571,9 @@ def _changed(sender: type[models.Model], using: str | None = None, **kwargs: Any
     bump_version(using or router.db_for_write(sender))
 
 
-# Every table whose writes the web processes must see: the notices and the channel settings.
-WATCHED_MODELS: tuple[type[models.Model], ...] = (*NOTICE_MODELS, AppChannel)
+# Every table whose writes the web processes must see: the notices, the channel settings and
+# the release controls.
+WATCHED_MODELS: tuple[type[models.Model], ...] = (*NOTICE_MODELS, AppChannel, ReleaseControl)
 
 for _model in WATCHED_MODELS:
     post_save.connect(_changed, sender=_model, dispatch_uid=f"craft_apps.notices.{_model.__name__}.save")

@@ -39,6 +39,7 @@ def test_components_are_named_as_the_contract():
         "CraftAppsReleaseInfo",
         "CraftAppReleaseInfo",
         "CraftAppRelease",
+        "CraftAppRollout",
         "CraftAppReleaseAsset",
         "CraftAppAssetPlatform",
         "CraftAppRename",

@@ -1,6 +1,6 @@
 """The channel setting: its validation (the admin's and the import's), the version bump of
 every write, the feed serving it with the notices and keeping it while the database can't be
-read, the admin's page, and the poller's bounded read (``BetaApps``)."""
+read, the admin's page, and the poller's bounded read (``HistoryApps``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.test import Client
 
 from craft_apps.notices import channels
-from craft_apps.notices.channels import BetaApps
+from craft_apps.notices.channels import HistoryApps
 from craft_apps.notices.feed import NoticesFeed, read_version
 from craft_apps.notices.models import AppChannel
 from tests.notices.support import Monotonic, database_unreachable
@@ -109,9 +109,9 @@ def test_the_admin_lists_edits_and_says_whether_the_key_is_configured(
 
 def test_the_pollers_read_is_bounded_and_keeps_the_last_set(monkeypatch, caplog):
     monotonic = Monotonic()
-    beta = BetaApps(bound_s=0.05, monotonic=monotonic)
+    beta = HistoryApps(bound_s=0.05, monotonic=monotonic)
     AppChannel.objects.create(app_key="photocraft", beta=True)
-    monkeypatch.setattr(channels, "read_beta_apps", lambda: frozenset({"photocraft"}))
+    monkeypatch.setattr(channels, "read_history_apps", lambda: frozenset({"photocraft"}))
     assert beta() == {"photocraft"}
     release = threading.Event()
 
@@ -119,7 +119,7 @@ def test_the_pollers_read_is_bounded_and_keeps_the_last_set(monkeypatch, caplog)
         release.wait(10)
         return frozenset({"late"})
 
-    monkeypatch.setattr(channels, "read_beta_apps", hanging)
+    monkeypatch.setattr(channels, "read_history_apps", hanging)
     assert beta() == {"photocraft"}, "read less than a second ago: no read"
     with caplog.at_level(logging.INFO, logger="craft_apps.notices.channels"):
         monotonic.advance(1.0)
@@ -129,18 +129,21 @@ def test_the_pollers_read_is_bounded_and_keeps_the_last_set(monkeypatch, caplog)
         release.set()
         beta._reading.join(10)  # type: ignore[union-attr]
         monotonic.advance(1.0)
-        monkeypatch.setattr(channels, "read_beta_apps", lambda: frozenset({"photocraft", "new"}))
+        monkeypatch.setattr(channels, "read_history_apps", lambda: frozenset({"photocraft", "new"}))
         assert beta() == {"photocraft", "new"}
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.channels"]
     assert len(lines) == 2, lines
-    assert "can't be read (no answer within 0.05 s); polling on with the last 1 apps on beta" in lines[0]
+    assert (
+        "can't be read (no answer within 0.05 s); polling on with the last 1 apps that need history"
+        in lines[0]
+    )
     assert lines[1] == "Craft apps channels: the database is readable again"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_pollers_read_of_a_broken_database_logs_once(caplog):
     monotonic = Monotonic()
-    beta = BetaApps(monotonic=monotonic)
+    beta = HistoryApps(monotonic=monotonic)
     with caplog.at_level(logging.WARNING, logger="craft_apps.notices.channels"), database_unreachable():
         for _ in range(3):
             monotonic.advance(1.0)

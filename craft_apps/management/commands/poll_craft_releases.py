@@ -18,7 +18,7 @@ from craft_apps import __version__
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings, describe
 from craft_apps.github.client import GitHubClient
-from craft_apps.notices.channels import BetaApps
+from craft_apps.notices.channels import HistoryApps
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 from craft_apps.polling.stopping import StopOnSignals
 from craft_apps.polling.tally import EXIT_STALE
@@ -60,8 +60,8 @@ class Command(BaseCommand):
             return
         runner = PollerRunner(
             make_source=GitHubClient.from_settings,
-            # The apps on beta need GitHub's release list (their history) each interval.
-            needs_history=BetaApps(),
+            # The apps on beta or with a release control need GitHub's release list (their history).
+            needs_history=HistoryApps(),
             options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"]),
         )
         with StopOnSignals(runner):
