@@ -147,7 +147,9 @@ def test_a_schedule_reads_back_as_written() -> None:
         ("10000-01-01T00:00Z 5", "not an instant"),
     ],
 )
-def test_a_schedule_that_cant_be_read_or_goes_back_is_refused_with_what_to_change(text: str, says: str) -> None:
+def test_a_schedule_that_cant_be_read_or_goes_back_is_refused_with_what_to_change(
+    text: str, says: str
+) -> None:
     with pytest.raises(ScheduleRefused, match=None) as refused:
         parse_schedule(text)
     assert says in str(refused.value)

@@ -15,7 +15,10 @@ but the metrics' declarations.
 The same look reads the channel settings and the release controls (``channels.read_beta_apps``,
 ``channels.read_controls``) whenever it reloads the items: ``beta_apps`` and ``controls``
 answer what the last look left, so an edit of either shows in every worker as fast as one of a
-notice, and a database that can't be read keeps the last ones in force.
+notice, and a database that can't be read keeps the last ones in force. The controls read
+are kept in the state directory (``kept_controls``), and a process that has never read the
+database applies the kept ones first: a worker started while the database is down still
+serves the yanks, holds and rollouts the last worker read.
 
 Only a process that has never read the database waits, on its first requests and for at most
 ``FIRST_LOOK_WAIT_S`` in all, so that a worker just started serves the notices from its first
@@ -47,10 +50,12 @@ from django.db.models import Q
 from prometheus_client import Counter, Gauge
 
 from craft_apps.clock import Clock, SystemClock
+from craft_apps.conf import app_settings
 from craft_apps.controls import Control
 from craft_apps.instants import ms_to_datetime
 from craft_apps.notices.channels import read_beta_apps, read_controls
 from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES, Notices, Scheduled, Window
+from craft_apps.notices.kept_controls import KeptControls
 from craft_apps.notices.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
 from craft_apps.text import one_line
 
@@ -189,8 +194,11 @@ class NoticesFeed:
         runner: Runner | None = None,
         first_look_wait_s: float = FIRST_LOOK_WAIT_S,
         stalled_s: float = LOOK_STALLED_S,
+        keep_controls: bool = True,
     ) -> None:
         self.recheck_s = recheck_s
+        self.keep_controls = keep_controls  # in the state directory's file (``kept_controls``)
+        self._kept_file: KeptControls | None = None
         self.stalled_s = stalled_s
         self.first_look_wait_s = first_look_wait_s
         self._monotonic = monotonic
@@ -213,6 +221,7 @@ class NoticesFeed:
             self._served: _Served | None = None
             self._beta: frozenset[str] = frozenset()
             self._controls: tuple[Control, ...] = ()
+            self._controls_read = False  # from the database, by this process
             self._failing = False
             self._left_out = 0
 
@@ -290,7 +299,22 @@ class NoticesFeed:
             failure = err
         self._looked(generation, failure)
 
+    def _kept_controls(self) -> KeptControls | None:
+        if not self.keep_controls:
+            return None
+        directory = app_settings.STATE_DIR
+        kept = self._kept_file
+        if kept is None or kept.path.parent != directory:
+            kept = self._kept_file = KeptControls(directory)
+        return kept
+
     def _read(self, generation: int) -> None:
+        kept = self._kept_controls()
+        if kept is not None and not self._controls_read:
+            loaded = kept.load()  # before the database, which may not answer
+            with self._lock:
+                if loaded is not None and generation == self._generation and not self._controls_read:
+                    self._controls = loaded
         using = router.db_for_read(NoticesVersion)
         version = read_version(using)
         now = ms_to_datetime(self._clock.now_ms())
@@ -307,7 +331,9 @@ class NoticesFeed:
         with self._lock:
             if generation == self._generation:
                 self._version, self._scheduled, self._beta = version, scheduled, beta
-                self._controls = controls
+                self._controls, self._controls_read = controls, True
+        if kept is not None:
+            kept.save(controls)
         self._report_left_out(scheduled.left_out)
 
     def _looked(self, generation: int, failure: Exception | None) -> None:

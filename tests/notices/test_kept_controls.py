@@ -1,0 +1,132 @@
+"""The release controls a web process read, kept in the state directory: a process that can't
+read the database yet applies them, the database wins once it answers, and a file that isn't
+ours is refused whole with one line."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from craft_apps.controls import ROLLOUT, YANK, Control, Step
+from craft_apps.notices.feed import NoticesFeed
+from craft_apps.notices.kept_controls import FILE_NAME, KeptControls, decode, encode
+from craft_apps.notices.models import ReleaseControl
+from craft_apps.testing.clock import FakeClock
+from tests.notices.support import Monotonic, database_unreachable
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def kept_dir(settings, tmp_path: Path) -> Path:
+    settings.CRAFT_APPS = {**getattr(settings, "CRAFT_APPS", {}), "STATE_DIR": str(tmp_path)}
+    return tmp_path
+
+
+def new_feed(fake_clock: FakeClock) -> NoticesFeed:
+    return NoticesFeed(monotonic=Monotonic(), clock=fake_clock, runner=lambda look: look())
+
+
+def yank_row(tag: str = "v1.3.0") -> ReleaseControl:
+    return ReleaseControl.objects.create(
+        app_key="photocraft", action=YANK, tag=tag, reason="broken installer"
+    )
+
+
+def test_a_look_keeps_the_controls_and_a_process_that_cant_read_the_database_applies_them(
+    kept_dir: Path, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    yank_row()
+    first = new_feed(fake_clock)
+    first.current()
+    assert first.controls() == (Control("photocraft", YANK, "v1.3.0"),)
+    assert decode((kept_dir / FILE_NAME).read_text()) == first.controls()
+
+    restarted = new_feed(fake_clock)
+    with caplog.at_level(logging.WARNING), database_unreachable():
+        restarted.current()
+    assert restarted.controls() == (Control("photocraft", YANK, "v1.3.0"),), "the kept yank holds"
+    assert "Craft apps notices: the database can't be read" in caplog.text
+
+
+def test_the_database_wins_once_it_answers(kept_dir: Path, fake_clock: FakeClock) -> None:
+    row = yank_row()
+    new_feed(fake_clock).current()
+    row.delete()
+    feed = new_feed(fake_clock)
+    feed.current()
+    assert feed.controls() == ()
+    assert decode((kept_dir / FILE_NAME).read_text()) == (), "the file follows the database"
+
+
+def test_no_controls_and_no_file_writes_nothing(kept_dir: Path, fake_clock: FakeClock) -> None:
+    new_feed(fake_clock).current()
+    assert not (kept_dir / FILE_NAME).exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"not json",
+        b"\xff\xfe",
+        json.dumps({"v": 2, "controls": []}).encode(),
+        json.dumps(
+            {"v": 1, "controls": [{"app_key": "photocraft", "action": "delete", "tag": "x"}]}
+        ).encode(),
+        json.dumps(
+            {
+                "v": 1,
+                "controls": [
+                    {
+                        "app_key": "photocraft",
+                        "action": "rollout",
+                        "tag": "v1",
+                        "channel": "",
+                        "percentage": 500,
+                        "steps": [],
+                        "paused_at_ms": None,
+                    }
+                ],
+            }
+        ).encode(),
+    ],
+)
+def test_a_file_that_isnt_ours_is_refused_whole_with_one_line(
+    kept_dir: Path, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture, content: bytes
+) -> None:
+    (kept_dir / FILE_NAME).write_bytes(content)
+    feed = new_feed(fake_clock)
+    with caplog.at_level(logging.WARNING), database_unreachable():
+        feed.current()
+        feed.clear()
+        feed.current()
+    assert feed.controls() == ()
+    lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.kept_controls"]
+    assert len(lines) == 1, lines
+    assert f"{kept_dir / FILE_NAME} can't be read (" in lines[0]
+
+
+def test_a_rollout_with_its_schedule_and_pause_reads_back() -> None:
+    controls = (
+        Control(
+            "photocraft", ROLLOUT, "v1.3.0", "beta", 5, (Step(1_800_000_000_000, 25),), 1_790_000_000_000
+        ),
+        Control("vectorcraft", YANK, "v2.0.0"),
+    )
+    assert decode(encode(controls)) == controls
+
+
+def test_a_directory_that_cant_be_written_is_one_line_and_the_controls_still_apply(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "file-not-directory"
+    blocked.write_text("")
+    kept = KeptControls(blocked)
+    with caplog.at_level(logging.WARNING):
+        kept.save((Control("photocraft", YANK, "v1.3.0"),))
+        kept.save((Control("photocraft", YANK, "v1.2.0"),))
+    lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.kept_controls"]
+    assert len(lines) == 1 and "can't be written" in lines[0]
