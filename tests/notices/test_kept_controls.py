@@ -31,9 +31,10 @@ def new_feed(fake_clock: FakeClock) -> NoticesFeed:
 
 
 def yank_row(tag: str = "v1.3.0") -> ReleaseControl:
-    return ReleaseControl.objects.create(
+    row: ReleaseControl = ReleaseControl.objects.create(
         app_key="photocraft", action=YANK, tag=tag, reason="broken installer"
     )
+    return row
 
 
 def test_a_look_keeps_the_controls_and_a_process_that_cant_read_the_database_applies_them(
