@@ -31,6 +31,7 @@ PAGES = (
     "signed-feed",
     "renames-and-notices",
     "channels",
+    "controls",
     "downloads",
     "poller",
     "webhook",
