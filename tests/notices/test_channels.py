@@ -150,3 +150,12 @@ def test_the_pollers_read_of_a_broken_database_logs_once(caplog):
             assert beta() == frozenset()
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.channels"]
     assert len(lines) == 1 and "OperationalError" in lines[0] and "\n" not in lines[0], lines
+
+
+def test_the_apps_that_need_history_are_those_on_beta_and_those_with_a_control() -> None:
+    from craft_apps.notices.models import ReleaseControl
+
+    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="vectorcraft", beta=False)
+    ReleaseControl.objects.create(app_key="pdfcraft", action="yank", tag="v1.0.0", reason="broken")
+    assert channels.read_history_apps() == {"photocraft", "pdfcraft"}
