@@ -231,7 +231,10 @@ class ReleaseControlForm(forms.ModelForm):  # type: ignore[type-arg]
 
     def clean(self) -> dict[str, Any] | None:
         cleaned = super().clean()
-        if self.request is not None:
+        # A tag typed now is checked; one the control already had isn't (a hold whose release
+        # was since deleted on GitHub still means something, and its reason stays editable).
+        typed = self.instance.pk is None or {"app_key", "tag"} & set(self.changed_data)
+        if self.request is not None and typed:
             self.instance.known_tags = host_known_tags(self.request)
         return cleaned
 

@@ -230,6 +230,8 @@ class _Plan:
     # Every row that passed its own validation, with where it is in the file: what the rows
     # must pass as one set is checked on these.
     valid: list[tuple[str, Any]] = field(default_factory=list)
+    # Of them, the (app key, tag) the database already holds under the row's id.
+    kept_tags: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _Plan:
@@ -278,6 +280,9 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
             problems.append(f"{where}: {type(err).__name__}: {err}")
             continue
         plan.valid.append((where, item))
+        tag = _tag_of(item)
+        if tag is not None and before is not None and (before["app_key"], before["tag"]) == tag:
+            plan.kept_tags.add(tag)
         if before is not None and before == export_row(item):
             plan.unchanged.add(pk)
         else:
@@ -285,10 +290,23 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
     return plan
 
 
+def _tag_of(item: object) -> tuple[str, str] | None:
+    """A release control's app key and tag; None for another kind."""
+    return (item.app_key, item.tag) if isinstance(item, ReleaseControl) else None
+
+
 def _check_controls(plan: _Plan, known_tags: dict[str, frozenset[str]] | None, problems: list[str]) -> None:
     """The file's release controls as one set (``controls.problems``, as the admin's form
     checks one against the others), and each one's tag against ``known_tags``. Each row's own
-    problems were found by its ``full_clean``; the rows with any aren't in ``plan.valid``."""
+    problems were found by its ``full_clean``; the rows with any aren't in ``plan.valid``.
+    A tag the database already holds for the row is not checked again: a hold whose release
+    was since deleted on GitHub still means something, and an export imported again must
+    change nothing."""
+    if known_tags is not None:
+        known_tags = dict(known_tags)
+        for key, tag in plan.kept_tags:
+            if key in known_tags:
+                known_tags[key] = known_tags[key] | {tag}
     found = control_problems([item.to_control() for _, item in plan.valid], known_tags)
     for problem in found:
         where, item = plan.valid[problem.index]

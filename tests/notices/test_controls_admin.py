@@ -14,16 +14,15 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from craft_apps.api.representation import Refiner
-from craft_apps.domain import AppState
 from craft_apps.host.schema import DB_FILENAME
 from craft_apps.notices.feed import NoticesFeed, read_version
 from craft_apps.notices.models import ReleaseControl
-from tests.support import apps_setting, publish, publish_history, release
+from tests.notices.controls_support import publish_host
+from tests.support import apps_setting
 
 pytestmark = pytest.mark.django_db
 
 ADMIN = "/admin/craft_apps/releasecontrol"
-T0 = 1_790_000_000_000
 
 
 @pytest.fixture
@@ -34,14 +33,7 @@ def host(state_dir: Path, settings, install_runtime) -> Path:
     settings.CRAFT_APPS = {"APPS": apps_setting(), "STATE_DIR": str(state_dir)}
     feed = NoticesFeed(recheck_s=0.0, runner=lambda look: look())
     install_runtime(recheck_s=0.0, refiner=Refiner(start=lambda job: job(), after_s=0.0), feed=feed)
-    publish(
-        state_dir,
-        {
-            "photocraft": AppState(latest_release=release("0.5.0"), fetched_ms=T0),
-            "artcraft-launcher": AppState(latest_release=release("1.0.0"), fetched_ms=T0),
-        },
-    )
-    publish_history(state_dir, "photocraft", (release("0.5.0"), release("0.4.0")), fetched_ms=T0)
+    publish_host(state_dir)
     return state_dir
 
 
@@ -227,3 +219,14 @@ def test_pause_and_resume_keep_the_reason_and_log_each_rollout(admin_client: Cli
     resumed = ReleaseControl.objects.get(pk=rollout.pk)
     assert (resumed.paused, resumed.paused_at) == (False, None)
     assert LogEntry.objects.filter(object_id=str(rollout.pk), action_flag=CHANGE).count() == 2
+
+
+def test_a_tag_the_control_already_had_is_not_checked_again(admin_client: Client):
+    hold = control(action="hold", tag="v0.3.0")  # its release deleted on GitHub since
+    url = f"{ADMIN}/{hold.pk}/change/"
+    kept = admin_client.post(url, form(action="hold", tag="v0.3.0", percentage="", reason="Still."))
+    assert kept.status_code == 302, text(kept)
+    assert ReleaseControl.objects.get().reason == "Still."
+    typo = admin_client.post(url, form(action="hold", tag="v0.3.1", percentage=""))
+    assert "photocraft has no release tagged v0.3.1 that this host knows" in text(typo)
+    assert ReleaseControl.objects.get().tag == "v0.3.0"
