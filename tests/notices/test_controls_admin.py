@@ -176,6 +176,7 @@ def test_only_users_with_the_models_permissions_see_the_controls(client: Client,
     )
     client.force_login(trusted)
     assert client.get(f"{ADMIN}/").status_code == 200
+    assert "Served now on this host" in text(client.get(f"{ADMIN}/add/"))
     assert client.post(f"{ADMIN}/add/", form()).status_code == 302
     assert ReleaseControl.objects.get().changed_by == "release-manager"
     saved = ReleaseControl.objects.get()

@@ -25,7 +25,10 @@ from craft_apps.notices.transfer import ImportRefused, export_notices, import_no
 
 
 class Command(BaseCommand):
-    help = "Exports or imports the renames and notices launchers receive (JSON)."
+    help = (
+        "Exports or imports the renames and notices launchers receive, the apps' channel settings "
+        "and the release controls (JSON)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["export", "import"])
