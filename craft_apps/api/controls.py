@@ -5,6 +5,9 @@ chooses among GitHub's answer and the app's history (``channels.history_of``; it
 releases only on the stable channel); an app without one is listed as it was, the same
 object, so an answer the controls don't touch is the same bytes as without them. An app not
 fetched yet is listed as not fetched: nothing of it is served, yanked or not.
+
+``known_tags`` is what the admin's form and the import check a control's tag against: the tags
+the host's state file holds of each app whose release list it fetched.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import replace
 from craft_apps.api.channels import STABLE, history_of
 from craft_apps.controls import Control, by_app, serve
 from craft_apps.domain import AppSpec, Release, ReleaseInfo
-from craft_apps.host.store import HistoryFetch
+from craft_apps.host.store import HistoryFetch, StateSnapshot
 
 
 def controlled_release_info(
@@ -49,3 +52,21 @@ def controlled_release_info(
     if all(changed[key] is info.apps[key] for key in info.apps):
         return info
     return replace(info, apps=changed)
+
+
+def known_tags(snapshot: StateSnapshot) -> dict[str, frozenset[str]]:
+    """The tags this host knows of each app whose release list it fetched: its latest release's
+    and its history's (what ``controls.problems`` checks a control's tag against). An app
+    whose list wasn't fetched here is left out, so its tag is kept unchecked: before its first
+    control an app without beta has no history yet, and a hold at an older tag it has on
+    GitHub must not be refused for that."""
+    found: dict[str, frozenset[str]] = {}
+    for key, state in snapshot.apps.items():
+        fetch = snapshot.history_fetches.get(key)
+        if state.fetched_ms is None or fetch is None or fetch.fetched_ms is None:
+            continue
+        tags = {release.tag for release in snapshot.history.get(key, ())}
+        if state.latest_release is not None:
+            tags.add(state.latest_release.tag)
+        found[key] = frozenset(tags)
+    return found

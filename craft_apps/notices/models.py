@@ -401,7 +401,8 @@ class ReleaseControl(models.Model):
 
     ``full_clean`` checks the control with every other one of the database (``controls.problems``);
     ``known_tags``, when the caller sets it (the admin's form, the import), adds the check that
-    the tag is one of the releases the host knows of the app."""
+    the tag is one of the releases the host knows of the app; ``check_others`` off (the import,
+    which checks its file's whole set itself) leaves the other rows out."""
 
     app_key = models.CharField(
         max_length=APP_NAME_MAX,
@@ -459,6 +460,9 @@ class ReleaseControl(models.Model):
 
     # The tags the host knows of each app it fetched, when the caller checks tags (not stored).
     known_tags: dict[str, frozenset[str]] | None = None
+    # Whether ``clean`` checks this control with the database's other rows (not stored). The
+    # import turns it off: its file replaces the table, so it checks the file's set instead.
+    check_others: bool = True
 
     def __str__(self) -> str:
         scope = f" on {self.channel}" if self.channel else ""
@@ -522,7 +526,12 @@ class ReleaseControl(models.Model):
         if self.action == ROLLOUT and self.percentage is None:
             raise ValidationError({"percentage": "Give the rollout's percentage now (0-100), such as 5."})
         others = ReleaseControl._default_manager.using(self._state.db or router.db_for_read(ReleaseControl))
-        rows = [row for row in others.exclude(pk=self.pk) if row.pk is not None] if self.pk else list(others)
+        if not self.check_others:
+            rows: list[ReleaseControl] = []
+        elif self.pk:
+            rows = [row for row in others.exclude(pk=self.pk) if row.pk is not None]
+        else:
+            rows = list(others)
         check_controls([*rows, self], self.known_tags, only=self)
 
 

@@ -13,6 +13,17 @@ changes nothing (not even the version marker).
 The channel settings (``AppChannel``, under ``app_channels``) travel with the notices, checked
 by the same ``full_clean`` and written in the same transaction: all or nothing. An export made
 before channels has no ``app_channels``; importing it leaves the channel settings as they are.
+
+So do the release controls (``ReleaseControl``, under ``release_controls``; an export without
+them leaves the controls as they are). Each row carries, besides what the admin's form edits,
+who changed it last (``changed_by``, imported as the file says), when it was paused
+(``paused_at``, imported: a paused rollout stays where it stood) and when it changed
+(``updated_at``, UTC; read-only, the import's write sets its own). Since the file's controls
+replace the table, each row's ``full_clean`` leaves the database's other rows out
+(``check_others``) and the file's controls are checked as one set (``controls.problems``),
+with the tags the host's state file knows when the caller hands them (``known_tags``; the
+command does). ``release_controls_audit`` lists the admin's log of the controls (when, who,
+what, the message with its reason): read-only, ignored by the import.
 """
 
 from __future__ import annotations
@@ -22,26 +33,35 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.apps import apps as django_apps
 from django.core.exceptions import ValidationError
 from django.core.management.color import no_style
 from django.db import connections, models, router, transaction
 from django.utils.dateparse import parse_datetime
 
 from craft_apps.compat import UTC
-from craft_apps.notices.models import NOTICE_MODELS, AppChannel, Notice
+from craft_apps.controls import problems as control_problems
+from craft_apps.notices.models import NOTICE_MODELS, AppChannel, Notice, ReleaseControl
 from craft_apps.text import one_line
 
 FORMAT = "craft_apps_notices"
 FORMAT_VERSION = 1
-_ENVELOPE = {"format", "version"}
+AUDIT = "release_controls_audit"  # read-only: what the admin's log says of the controls
+_ENVELOPE = {"format", "version", AUDIT}
 
 
 MAX_ID = 2**31 - 1  # the largest id every database's id column holds
 
-# What an export holds, in its order: the notices, then the channel settings.
-TRANSFERRED: tuple[Any, ...] = (*NOTICE_MODELS, AppChannel)
+# What an export holds, in its order: the notices, the channel settings, the release controls.
+TRANSFERRED: tuple[Any, ...] = (*NOTICE_MODELS, AppChannel, ReleaseControl)
 # Kinds an older export lacks: left as they are when the file has none.
-OPTIONAL_KINDS = frozenset({AppChannel.kind})
+OPTIONAL_KINDS = frozenset({AppChannel.kind, ReleaseControl.kind})
+# Fields the admin's form doesn't edit that an export carries all the same, per kind; of them,
+# the read-only ones are ignored by the import.
+KEPT_FIELDS: dict[str, frozenset[str]] = {
+    ReleaseControl.kind: frozenset({"paused_at", "changed_by", "updated_at"}),
+}
+READ_ONLY_FIELDS: dict[str, frozenset[str]] = {ReleaseControl.kind: frozenset({"updated_at"})}
 
 
 class ImportRefused(Exception):
@@ -103,8 +123,9 @@ class ImportReport:
 
 
 def _fields(model: type[Notice]) -> list[models.Field[Any, Any]]:
-    """What an export carries: every stored field but the derived ones."""
-    return [f for f in model._meta.concrete_fields if f.editable]
+    """What an export carries: every stored field but the derived ones (and those kept)."""
+    kept = KEPT_FIELDS.get(model.kind, frozenset())
+    return [f for f in model._meta.concrete_fields if f.editable or f.name in kept]
 
 
 def _instant(value: datetime | None) -> str | None:
@@ -130,11 +151,45 @@ def export_notices(using: str | None = None) -> dict[str, Any]:
     for model in TRANSFERRED:
         db = using or router.db_for_read(model)
         document[model.kind] = [export_row(item) for item in model._default_manager.using(db).order_by("pk")]
+    document[AUDIT] = export_audit(using or router.db_for_read(ReleaseControl))
     return document
 
 
-def import_notices(document: object, using: str | None = None, dry_run: bool = False) -> ImportReport:
-    """Makes the database hold exactly ``document``'s items, or raises ``ImportRefused``."""
+_ACTIONS = {1: "added", 2: "changed", 3: "deleted"}  # LogEntry's ADDITION, CHANGE, DELETION
+
+
+def export_audit(db: str) -> list[dict[str, Any]]:
+    """The admin's log entries of the release controls, oldest first: when, who, what (added,
+    changed or deleted), which control and the message (with its reason)."""
+    if not django_apps.is_installed("django.contrib.admin"):  # a site without the admin: no log
+        return []
+    from django.contrib.admin.models import LogEntry  # only importable with the admin installed
+    from django.contrib.contenttypes.models import ContentType
+
+    kind = ContentType.objects.db_manager(db).get_for_model(ReleaseControl, for_concrete_model=False)
+    entries = LogEntry.objects.using(db).filter(content_type=kind).select_related("user")
+    return [
+        {
+            "when": _instant(entry.action_time),
+            "user": entry.user.get_username(),
+            "action": _ACTIONS.get(entry.action_flag, str(entry.action_flag)),
+            "id": int(entry.object_id) if (entry.object_id or "").isdigit() else entry.object_id,
+            "control": entry.object_repr,
+            "message": entry.get_change_message(),
+        }
+        for entry in entries.order_by("action_time", "pk")
+    ]
+
+
+def import_notices(
+    document: object,
+    using: str | None = None,
+    dry_run: bool = False,
+    known_tags: dict[str, frozenset[str]] | None = None,
+) -> ImportReport:
+    """Makes the database hold exactly ``document``'s items, or raises ``ImportRefused``.
+    ``known_tags``: the tags the host knows of each app it fetched, which a release
+    control's tag must be one of (``api.controls.known_tags``); None checks no tag."""
     db = using or router.db_for_write(NOTICE_MODELS[0])
     problems: list[str] = []
     if not isinstance(document, dict):
@@ -153,6 +208,9 @@ def import_notices(document: object, using: str | None = None, dry_run: bool = F
             for model in TRANSFERRED
             if model.kind in document or model.kind not in OPTIONAL_KINDS
         ]
+        for model, plan in plans:
+            if model is ReleaseControl:
+                _check_controls(plan, known_tags, problems)
         if problems:
             raise ImportRefused(problems)
         report = ImportReport({model.kind: _apply(model, plan, db) for model, plan in plans})
@@ -169,6 +227,11 @@ class _Plan:
 
     keep: list[Notice] = field(default_factory=list)  # validated, changed or new
     unchanged: set[int] = field(default_factory=set)
+    # Every row that passed its own validation, with where it is in the file: what the rows
+    # must pass as one set is checked on these.
+    valid: list[tuple[str, Any]] = field(default_factory=list)
+    # Of them, the (app key, tag) the database already holds under the row's id.
+    kept_tags: set[tuple[str, str]] = field(default_factory=set)
 
 
 def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _Plan:
@@ -202,9 +265,13 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
             item = model()
             item.pk = pk
         before = None if item._state.adding else export_row(item)
+        ignored = READ_ONLY_FIELDS.get(model.kind, frozenset())
+        if isinstance(item, ReleaseControl):
+            item.check_others = False  # the file's set replaces the table: checked as one
         try:
             for name, raw in row.items():
-                setattr(item, names[name].attname, _value(names[name], raw))
+                if name not in ignored:
+                    setattr(item, names[name].attname, _value(names[name], raw))
             item.full_clean()  # the admin form's validation
         except ValidationError as err:
             problems.extend(f"{where}: {message}" for message in _messages(err))
@@ -212,11 +279,39 @@ def _plan(model: type[Notice], rows: object, db: str, problems: list[str]) -> _P
         except (TypeError, ValueError, OverflowError) as err:  # a value no rule foresaw: still one line
             problems.append(f"{where}: {type(err).__name__}: {err}")
             continue
+        plan.valid.append((where, item))
+        tag = _tag_of(item)
+        if tag is not None and before is not None and (before["app_key"], before["tag"]) == tag:
+            plan.kept_tags.add(tag)
         if before is not None and before == export_row(item):
             plan.unchanged.add(pk)
         else:
             plan.keep.append(item)
     return plan
+
+
+def _tag_of(item: object) -> tuple[str, str] | None:
+    """A release control's app key and tag; None for another kind."""
+    return (item.app_key, item.tag) if isinstance(item, ReleaseControl) else None
+
+
+def _check_controls(plan: _Plan, known_tags: dict[str, frozenset[str]] | None, problems: list[str]) -> None:
+    """The file's release controls as one set (``controls.problems``, as the admin's form
+    checks one against the others), and each one's tag against ``known_tags``. Each row's own
+    problems were found by its ``full_clean``; the rows with any aren't in ``plan.valid``.
+    A tag the database already holds for the row is not checked again: a hold whose release
+    was since deleted on GitHub still means something, and an export imported again must
+    change nothing."""
+    if known_tags is not None:
+        known_tags = dict(known_tags)
+        for key, tag in plan.kept_tags:
+            if key in known_tags:
+                known_tags[key] = known_tags[key] | {tag}
+    found = control_problems([item.to_control() for _, item in plan.valid], known_tags)
+    for problem in found:
+        where, item = plan.valid[problem.index]
+        named = f"{problem.field}: " if problem.field else ""
+        problems.append(f"{where} ({item}): {named}{problem.message}")
 
 
 def _apply(model: type[Notice], plan: _Plan, db: str) -> Counts:

@@ -1,9 +1,12 @@
 """``python manage.py craft_apps_notices export FILE`` / ``import FILE`` (``-``: stdout / stdin).
 
-Export writes every rename, announcement and alert as JSON. Import makes the database hold
+Export writes every rename, announcement and alert, each app's channel setting and the
+release controls (with the admin's log of them) as JSON. Import makes the database hold
 exactly the file's items, each validated as the admin validates it, all or nothing; the
-problems are listed one per line and nothing is written. ``--dry-run`` says what an import
-would do without doing it.
+problems are listed one per line and nothing is written. A release control's tag must be one
+this host's state file knows of its app (``api.controls.known_tags``), as in the admin; when
+the file can't be read the tags aren't checked, and the command says so. ``--dry-run`` says
+what an import would do without doing it.
 """
 
 from __future__ import annotations
@@ -15,11 +18,17 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from craft_apps.api.controls import known_tags
+from craft_apps.conf import app_settings
+from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.notices.transfer import ImportRefused, export_notices, import_notices, parse_document
 
 
 class Command(BaseCommand):
-    help = "Exports or imports the renames and notices launchers receive (JSON)."
+    help = (
+        "Exports or imports the renames and notices launchers receive, the apps' channel settings "
+        "and the release controls (JSON)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("action", choices=["export", "import"])
@@ -53,7 +62,7 @@ class Command(BaseCommand):
         except UnicodeDecodeError as err:
             raise CommandError(f"{source} is not JSON (UTF-8): {err}") from None
         try:
-            report = import_notices(parse_document(text), dry_run=dry_run)
+            report = import_notices(parse_document(text), dry_run=dry_run, known_tags=self._known_tags())
         except ImportRefused as refused:
             for problem in refused.problems:
                 self.stderr.write(problem)
@@ -62,3 +71,15 @@ class Command(BaseCommand):
             ) from None
         prefix = "Dry run, nothing written: " if dry_run else "Imported: "
         self.stdout.write(prefix + report.summary())
+
+    def _known_tags(self) -> dict[str, frozenset[str]] | None:
+        """The tags this host's state file knows of each app it fetched; None, said on
+        standard error, when the file can't be read."""
+        store = StateStore(app_settings.STATE_DIR)
+        try:
+            return known_tags(store.read())
+        except StateUnavailable as err:
+            self.stderr.write(f"The release controls' tags were not checked: {err}")
+            return None
+        finally:
+            store.close()

@@ -1,0 +1,22 @@
+"""The host the release controls' tests check tags against: photocraft fetched with its release
+list (v0.4.0, v0.5.0), artcraft-launcher fetched without one (its tags can't be checked)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from craft_apps.domain import AppState
+from tests.support import publish, publish_history, release
+
+T0 = 1_790_000_000_000
+
+
+def publish_host(state_dir: Path) -> None:
+    publish(
+        state_dir,
+        {
+            "photocraft": AppState(latest_release=release("0.5.0"), fetched_ms=T0),
+            "artcraft-launcher": AppState(latest_release=release("1.0.0"), fetched_ms=T0),
+        },
+    )
+    publish_history(state_dir, "photocraft", (release("0.5.0"), release("0.4.0")), fetched_ms=T0)
