@@ -1,5 +1,6 @@
 """``python manage.py craft_apps_status [--json] [--check [--rule NAME ...]]``: this host, as the
-poller left it, and the fleet, as Redis holds it.
+poller left it, and the fleet, as Redis holds it; with the report, the release controls the
+site's database holds and what each channel serves with them (``ops.status.read_served``).
 
 Without ``--check`` it exits 0 whatever it finds (it reports). ``--check`` applies the health
 endpoint's rules (``craft_apps.host.health``): exit 0 when healthy, else 1 with one line per
