@@ -7,6 +7,9 @@ Two kinds of numbers, two homes, so that whichever web worker answers a scrape s
   host's state file: the poller adds to its counters table after every tick
   (``craft_apps.host.counters``) and to its drops table (``craft_apps.host.drops``), and
   ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
+- What the web process serves and the release controls it applies (each channel's rollout
+  percentage, the controls in force, those naming a tag the host doesn't know) are read from
+  the process's own answers and the notices feed's last look, never from the database.
 - The endpoint's answers, and the notices feed's failed looks and left-out items
   (``craft_apps.notices.feed``), are counted where they happen, in each web worker, with
   prometheus_client's multiprocess mode: with ``PROMETHEUS_MULTIPROC_DIR`` set (the same empty
@@ -33,14 +36,17 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from craft_apps.api.caching import NOT_CACHEABLE
+from craft_apps.api.channels import CHANNELS
 from craft_apps.api.health import host_view, without_body
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import Problem, app_settings
+from craft_apps.controls import ACTIONS, Control
 from craft_apps.domain import PollMode
 from craft_apps.host.counters import OUTCOMES
 from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
 from craft_apps.host.observe import HostView
+from craft_apps.host.store import StateSnapshot
 from craft_apps.instants import datetime_to_ms
 from craft_apps.notices import feed as notices_feed
 from craft_apps.source import DROP_REASONS
@@ -139,6 +145,7 @@ class HostCollector:
             by_rule.add_metric([rule], sum(problem.rule == rule for problem in problems))
         yield by_rule
         yield _channel_metrics(policy.apps)
+        yield from _control_metrics(policy.apps, view, now_ms)
         if view.problem is None:
             yield from _poller_metrics(view, policy, now_ms)
             yield from _app_metrics(view, policy, now_ms)
@@ -157,6 +164,64 @@ def _channel_metrics(apps: Iterable[str]) -> Metric:
     for key in apps:
         gauge.add_metric([key], int(key in beta))
     return gauge
+
+
+def known_tags(snapshot: StateSnapshot) -> dict[str, frozenset[str]]:
+    """The tags the host knows of each app: its latest release's and its history's. A control
+    naming another tag is kept and applies when the release appears; until then it says so
+    here and in ``craft_apps_status``."""
+    known = {key: {r.tag for r in releases} for key, releases in snapshot.history.items()}
+    for key, state in snapshot.apps.items():
+        if state.latest_release is not None:
+            known.setdefault(key, set()).add(state.latest_release.tag)
+    return {key: frozenset(tags) for key, tags in known.items()}
+
+
+def _control_metrics(apps: tuple[str, ...], view: HostView, now_ms: int) -> Iterable[Metric]:
+    """The release controls as this web process applies them: each channel's rollout
+    percentage in its answer, the controls in force by app and action (the feed's last look,
+    never the database), and those naming a tag the host doesn't know (state file readable)."""
+    web = runtime()
+    rollout = GaugeMetricFamily(
+        "craft_apps_rollout_percentage",
+        "The share of launchers offered the app's rollout on the channel, as this worker serves it.",
+        labels=["app", "channel"],
+    )
+    for channel in CHANNELS:
+        for key, app in web.answers.answer(channel).release_info.apps.items():
+            if app.rollout is not None:
+                rollout.add_metric([key, channel], app.rollout.percentage)
+    yield rollout
+    controls = web.feed.controls()
+    keys = sorted({*apps, *(c.app_key for c in controls)})
+    in_force = GaugeMetricFamily(
+        "craft_apps_release_controls",
+        "Release controls in force (a rollout below 100 %, a hold, a yank), by app and action.",
+        labels=["app", "action"],
+    )
+    for key in keys:
+        for action in ACTIONS:
+            in_force.add_metric(
+                [key, action],
+                sum(c.app_key == key and c.action == action and c.in_force(now_ms) for c in controls),
+            )
+    yield in_force
+    if view.problem is None:
+        yield _unknown_tag_metric(keys, controls, known_tags(view.snapshot))
+
+
+def _unknown_tag_metric(
+    keys: Iterable[str], controls: tuple[Control, ...], known: dict[str, frozenset[str]]
+) -> Metric:
+    unknown = GaugeMetricFamily(
+        "craft_apps_release_controls_unknown_tag",
+        "Release controls naming a tag the host doesn't know of the app (kept, applied when it appears).",
+        labels=["app"],
+    )
+    for key in keys:
+        tags = known.get(key, frozenset())
+        unknown.add_metric([key], sum(c.app_key == key and c.tag not in tags for c in controls))
+    return unknown
 
 
 def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterable[Metric]:

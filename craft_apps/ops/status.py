@@ -6,6 +6,12 @@ never disagree. Health is ``craft_apps.host.health``'s rules, as the health endp
 them. Redis is read with the poller's own client and timeouts; any trouble there is reported
 in the document and never stops the command. ``read_notices`` counts the renames and notices
 served now from the site's database, and those the served bound leaves out.
+
+``read_release_controls`` reads the operators' release controls from the site's database
+(``notices.channels.read_controls``, as the web processes' feed reads them), and
+``read_served`` says what each channel serves each app now with them: it is made by the
+endpoint's own ``AnswerCache`` from the host's state file, so the status can't disagree with
+the answer about the rule.
 """
 
 from __future__ import annotations
@@ -19,8 +25,13 @@ from typing import Any
 from django.db import router
 from redis.exceptions import RedisError
 
+from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.channels import CHANNELS
+from craft_apps.api.metrics import known_tags
+from craft_apps.api.representation import Refiner
 from craft_apps.conf import app_settings
-from craft_apps.domain import AppSpec, AppState, Backoff, is_stored_time
+from craft_apps.controls import ROLLOUT, Control
+from craft_apps.domain import AppReleaseInfo, AppSpec, AppState, Backoff, is_stored_time
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error, poller_redis_client
 from craft_apps.fleet.due import SharedDueMarks
@@ -30,11 +41,11 @@ from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
-from craft_apps.host.store import StateUnavailable
+from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_to_datetime, parse_rfc3339
-from craft_apps.notices.channels import read_beta_apps
+from craft_apps.notices.channels import read_beta_apps, read_controls
 from craft_apps.notices.feed import load_scheduled
-from craft_apps.notices.items import MAX_SERVED_PER_KIND
+from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES
 from craft_apps.notices.models import NoticesVersion
 from craft_apps.polling.schedule import REFRESH_GAP_MS, due_at_ms, last_answer_ms
 from craft_apps.text import one_line
@@ -145,6 +156,57 @@ def read_beta_channels() -> frozenset[str] | None:
         return None
 
 
+@dataclass(frozen=True)
+class ControlsRead:
+    """The release controls the site's database holds, or why they can't be read."""
+
+    controls: tuple[Control, ...] = ()
+    problem: str | None = None
+
+
+def read_release_controls() -> ControlsRead:
+    """Every release control, from the site's database; any trouble is reported, never raised."""
+    try:
+        return ControlsRead(read_controls())
+    except Exception as err:  # the report goes on without them, and says so
+        return ControlsRead(problem=one_line(f"{type(err).__name__}: {err}", 300))
+
+
+Served = dict[str, dict[str, Any]]  # app key -> channel -> what it is served
+
+
+def read_served(
+    store: StateStore, beta: frozenset[str], controls: tuple[Control, ...], now_ms: int
+) -> Served:
+    """What each channel serves each configured app at ``now_ms`` with the beta settings and
+    controls given (the database's now: what the web processes apply within about a second),
+    made from ``store`` by the endpoint's own answer cache, so the rule is the endpoint's."""
+    cache = AnswerCache(
+        lambda _state_dir: store,
+        lambda: NO_NOTICES,
+        recheck_s=0.0,
+        refiner=Refiner(after_s=float("inf")),  # answered once, never refined
+        beta_apps=lambda: beta,
+        controls=lambda: controls,
+        now_ms=lambda: now_ms,
+    )
+    served: Served = {}
+    for channel in CHANNELS:
+        for key, app in cache.answer(channel).release_info.apps.items():
+            served.setdefault(key, {})[channel] = _served(app)
+    return served
+
+
+def _served(app: AppReleaseInfo) -> dict[str, Any]:
+    release, rollout = app.latest_release, app.rollout
+    return {
+        "tag": None if release is None else release.tag,
+        "rollout": None
+        if rollout is None
+        else {"tag": rollout.release.tag, "percentage": rollout.percentage},
+    }
+
+
 def status_document(
     view: HostView,
     fleet: FleetView,
@@ -154,10 +216,14 @@ def status_document(
     notices: Mapping[str, Any] | None = None,
     host_marks: Mapping[str, int] | None = None,
     beta: frozenset[str] | None = frozenset(),
+    controls: ControlsRead | None = None,
+    served: Served | None = None,
 ) -> dict[str, Any]:
     """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``);
     ``host_marks``: the refreshes asked for on the host's state file (``read_host_marks``);
-    ``beta``: the apps whose beta channel is on (``read_beta_channels``; None: unknown)."""
+    ``beta``: the apps whose beta channel is on (``read_beta_channels``; None: unknown);
+    ``controls``: the release controls (``read_release_controls``; None: not read);
+    ``served``: what each channel serves each app (``read_served``; None: unknown)."""
     counters = view.counters
     problems = health_problems(view, policy, now_ms)
     document = {
@@ -169,6 +235,7 @@ def status_document(
             {
                 **_app(view, fleet, app, policy, now_ms, host_marks or {}),
                 "beta": None if beta is None else app.key in beta,
+                "served": None if served is None else served.get(app.key),
             }
             for app in sorted(apps, key=lambda a: a.key)
         ],
@@ -183,7 +250,41 @@ def status_document(
     }
     if notices is not None:
         document["notices"] = dict(notices)
+    if controls is not None:
+        document["release_controls"] = None if controls.problem else _controls(view, apps, controls, now_ms)
+        document["release_controls_problem"] = controls.problem
     return document
+
+
+def _controls(
+    view: HostView, apps: Sequence[AppSpec], read: ControlsRead, now_ms: int
+) -> list[dict[str, Any]]:
+    """Each release control, with its percentage now and its schedule's next step, and whether
+    the host knows its app and tag (null: the state file can't be read)."""
+    known = None if view.problem is not None else known_tags(view.snapshot)
+    configured = {app.key for app in apps}
+    found = []
+    for control in sorted(read.controls, key=lambda c: c.app_key):
+        next_ms = control.next_change_ms(now_ms)
+        rollout = control.action == ROLLOUT
+        found.append(
+            {
+                "app": control.app_key,
+                "action": control.action,
+                "tag": control.tag,
+                "channel": control.channel or None,  # null: every channel
+                "percentage": control.percentage_at(now_ms) if rollout else None,
+                "next_step": None
+                if next_ms is None
+                else {"at": _instant(next_ms), "percentage": control.percentage_at(next_ms)},
+                "paused": control.paused_at_ms is not None,
+                "paused_at": _instant(control.paused_at_ms),
+                "in_force": control.in_force(now_ms),
+                "app_configured": control.app_key in configured,
+                "tag_known": None if known is None else control.tag in known.get(control.app_key, ()),
+            }
+        )
+    return found
 
 
 def _lease(view: HostView, now_ms: int) -> dict[str, Any] | None:
@@ -393,7 +494,59 @@ def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
     drops = _drop_lines(doc, relative)
     if drops:
         lines += ["", *drops]
+    lines += _control_lines(doc, relative)
     return "\n".join(lines) + "\n"
+
+
+def _control_lines(doc: Mapping[str, Any], relative: _Relative) -> list[str]:
+    """The release controls, one a line, and what each channel serves the apps they (or the
+    beta channel) touch."""
+    controls = doc.get("release_controls")
+    if not controls:
+        return []
+    width = max(len(c["app"]) for c in controls)
+    lines = ["", "release controls"]
+    lines += [f"  {c['app'].ljust(width)}  {_control_text(c, relative)}" for c in controls]
+    touched = {c["app"] for c in controls}
+    shown = [a for a in doc["apps"] if a.get("served") and (a["key"] in touched or a.get("beta"))]
+    if shown:
+        width = max(len(a["key"]) for a in shown)
+        lines += ["", "served now"]
+        for app in shown:
+            channels = "; ".join(f"{name} {_served_text(app['served'][name])}" for name in CHANNELS)
+            lines.append(f"  {app['key'].ljust(width)}  {channels}")
+        if len(shown) < len(doc["apps"]):
+            lines.append("  (every other app: its TAG on every channel)")
+    return lines
+
+
+def _control_text(control: Mapping[str, Any], relative: _Relative) -> str:
+    scope = f"on {control['channel']}" if control["channel"] else "every channel"
+    text = f"{control['action']} {control['tag']} ({scope})"
+    if control["percentage"] is not None:
+        text += f" at {control['percentage']} % now"
+        step = control["next_step"]
+        if step is not None:
+            text += f", {step['percentage']} % from {step['at']} ({relative.of(step['at'])})"
+        if control["paused"]:
+            text += f", paused {relative.of(control['paused_at'], never='')}".rstrip()
+        if not control["in_force"]:
+            text += ": complete, changes nothing now (delete it when done)"
+    if not control["app_configured"]:
+        text += f"; no app {control['app']} in APPS: kept, applied when it appears"
+    elif control["tag_known"] is False:
+        text += "; not known on this host yet: kept, applied when the release appears"
+    elif control["tag_known"] is None:
+        text += "; unknown whether the host knows the tag (the state file can't be read)"
+    return text
+
+
+def _served_text(served: Mapping[str, Any]) -> str:
+    text = served["tag"] or "nothing"
+    rollout = served["rollout"]
+    if rollout is not None:
+        text += f" + rollout {rollout['tag']} to {rollout['percentage']} %"
+    return text
 
 
 def _drop_lines(doc: Mapping[str, Any], relative: _Relative) -> list[str]:
@@ -491,6 +644,8 @@ def _health_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     notices = doc.get("notices")
     if notices is not None:
         facts.append(("notices", _notices_text(notices)))
+    if "release_controls" in doc:
+        facts.append(("controls", _controls_fact(doc)))
     health = doc["health"]
     facts.append(("health", health["status"]))
     facts += [("", f"{problem['rule']}: {problem['detail']}") for problem in health["problems"]]
@@ -507,6 +662,23 @@ def _notices_text(notices: Mapping[str, Any]) -> str:
             f"({notices['max_per_kind']} of each kind, the newest)"
         )
     return text
+
+
+def _controls_fact(doc: Mapping[str, Any]) -> str:
+    controls = doc["release_controls"]
+    if controls is None:
+        return (
+            f"unknown (the site's database can't be read: {doc['release_controls_problem']}); "
+            "the web processes apply the last they read"
+        )
+    if not controls:
+        return "none"
+    in_force = sum(c["in_force"] for c in controls)
+    unknown = sum(c["tag_known"] is False or not c["app_configured"] for c in controls)
+    text = f"{in_force} in force"
+    if in_force < len(controls):
+        text += f", {len(controls) - in_force} complete"
+    return text + (f", {unknown} waiting for their release (below)" if unknown else " (below)")
 
 
 def _next_due_text(app: Mapping[str, Any], relative: _Relative) -> str:

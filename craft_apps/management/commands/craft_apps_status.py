@@ -1,5 +1,6 @@
 """``python manage.py craft_apps_status [--json] [--check [--rule NAME ...]]``: this host, as the
-poller left it, and the fleet, as Redis holds it.
+poller left it, and the fleet, as Redis holds it; with the report, the release controls the
+site's database holds and what each channel serves with them (``ops.status.read_served``).
 
 Without ``--check`` it exits 0 whatever it finds (it reports). ``--check`` applies the health
 endpoint's rules (``craft_apps.host.health``): exit 0 when healthy, else 1 with one line per
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from craft_apps.clock import SystemClock
+from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
 from craft_apps.host.health import (
     RULES,
@@ -31,6 +32,8 @@ from craft_apps.ops.status import (
     read_fleet,
     read_host_marks,
     read_notices,
+    read_release_controls,
+    read_served,
     render_text,
     status_document,
 )
@@ -40,6 +43,7 @@ EXIT_UNHEALTHY = 1
 
 class Command(BaseCommand):
     help = "Shows this host's craft app releases, poller, lease, backoff and GitHub quota."
+    clock: Clock = SystemClock()  # what "now" is read on (a rollout's schedule); tests set their own
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", help="The status as a JSON document.")
@@ -57,16 +61,20 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        now_ms = SystemClock().now_ms()
+        now_ms = self.clock.now_ms()
         store = StateStore(app_settings.STATE_DIR)
         try:
             view = observe(store)
+            policy = current_policy()
+            if options["check"]:
+                self._check(view, policy, now_ms, options)
+                return
+            beta, controls = read_beta_channels(), read_release_controls()
+            served = None
+            if view.exists and view.problem is None and beta is not None and controls.problem is None:
+                served = read_served(store, beta, controls.controls, now_ms)
         finally:
             store.close()
-        policy = current_policy()
-        if options["check"]:
-            self._check(view, policy, now_ms, options)
-            return
         fleet = read_fleet([app.key for app in app_settings.APPS])
         marks = read_host_marks(app_settings.STATE_DIR)
         doc = status_document(
@@ -77,7 +85,9 @@ class Command(BaseCommand):
             now_ms,
             read_notices(now_ms),
             host_marks=marks,
-            beta=read_beta_channels(),
+            beta=beta,
+            controls=controls,
+            served=served,
         )
         if options["json"]:
             self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))
