@@ -54,16 +54,19 @@ def controlled_release_info(
     return replace(info, apps=changed)
 
 
-def known_tags(snapshot: StateSnapshot) -> dict[str, frozenset[str]]:
-    """The tags this host knows of each app whose release list it fetched: its latest release's
-    and its history's (what ``controls.problems`` checks a control's tag against). An app
-    whose list wasn't fetched here is left out, so its tag is kept unchecked: before its first
-    control an app without beta has no history yet, and a hold at an older tag it has on
-    GitHub must not be refused for that."""
+def known_tags(snapshot: StateSnapshot, *, listed_only: bool = True) -> dict[str, frozenset[str]]:
+    """The tags this host knows of each app: its latest release's and its history's.
+
+    With ``listed_only`` (what ``controls.problems`` checks a control's tag against, in the
+    admin and the import), only the apps whose release list this host fetched: before its
+    first control an app without beta has no history yet, and a hold at an older tag it has on
+    GitHub must not be refused for that. Without it (whether a control waits for its release,
+    in the status and the metrics), every app the host knows a release of."""
     found: dict[str, frozenset[str]] = {}
     for key, state in snapshot.apps.items():
         fetch = snapshot.history_fetches.get(key)
-        if state.fetched_ms is None or fetch is None or fetch.fetched_ms is None:
+        listed = fetch is not None and fetch.fetched_ms is not None
+        if listed_only and (state.fetched_ms is None or not listed):
             continue
         tags = {release.tag for release in snapshot.history.get(key, ())}
         if state.latest_release is not None:

@@ -37,6 +37,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.api.channels import CHANNELS
+from craft_apps.api.controls import known_tags
 from craft_apps.api.health import host_view, without_body
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import Problem, app_settings
@@ -46,7 +47,6 @@ from craft_apps.host.counters import OUTCOMES
 from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
 from craft_apps.host.observe import HostView
-from craft_apps.host.store import StateSnapshot
 from craft_apps.instants import datetime_to_ms
 from craft_apps.notices import feed as notices_feed
 from craft_apps.source import DROP_REASONS
@@ -166,17 +166,6 @@ def _channel_metrics(apps: Iterable[str]) -> Metric:
     return gauge
 
 
-def known_tags(snapshot: StateSnapshot) -> dict[str, frozenset[str]]:
-    """The tags the host knows of each app: its latest release's and its history's. A control
-    naming another tag is kept and applies when the release appears; until then it says so
-    here and in ``craft_apps_status``."""
-    known = {key: {r.tag for r in releases} for key, releases in snapshot.history.items()}
-    for key, state in snapshot.apps.items():
-        if state.latest_release is not None:
-            known.setdefault(key, set()).add(state.latest_release.tag)
-    return {key: frozenset(tags) for key, tags in known.items()}
-
-
 def _control_metrics(apps: tuple[str, ...], view: HostView, now_ms: int) -> Iterable[Metric]:
     """The release controls as this web process applies them: each channel's rollout
     percentage in its answer, the controls in force by app and action (the feed's last look,
@@ -207,7 +196,7 @@ def _control_metrics(apps: tuple[str, ...], view: HostView, now_ms: int) -> Iter
             )
     yield in_force
     if view.problem is None:
-        yield _unknown_tag_metric(keys, controls, known_tags(view.snapshot))
+        yield _unknown_tag_metric(keys, controls, known_tags(view.snapshot, listed_only=False))
 
 
 def _unknown_tag_metric(

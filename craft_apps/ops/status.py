@@ -27,7 +27,7 @@ from redis.exceptions import RedisError
 
 from craft_apps.api.answer_cache import AnswerCache
 from craft_apps.api.channels import CHANNELS
-from craft_apps.api.metrics import known_tags
+from craft_apps.api.controls import known_tags
 from craft_apps.api.representation import Refiner
 from craft_apps.conf import app_settings
 from craft_apps.controls import ROLLOUT, Control
@@ -261,7 +261,7 @@ def _controls(
 ) -> list[dict[str, Any]]:
     """Each release control, with its percentage now and its schedule's next step, and whether
     the host knows its app and tag (null: the state file can't be read)."""
-    known = None if view.problem is not None else known_tags(view.snapshot)
+    known = None if view.problem is not None else known_tags(view.snapshot, listed_only=False)
     configured = {app.key for app in apps}
     found = []
     for control in sorted(read.controls, key=lambda c: c.app_key):
