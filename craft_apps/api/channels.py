@@ -55,6 +55,8 @@ class ChannelRefused:
 
 def requested_channel(request: HttpRequest) -> str | ChannelRefused:
     """The channel ``request`` asks for (``STABLE`` when it names none), or why it is refused."""
+    if not request.META.get("QUERY_STRING"):
+        return STABLE  # what launchers send: no query to parse
     values = request.GET.getlist(PARAMETER)
     if not values:
         return STABLE

@@ -68,10 +68,14 @@ ANSWERS = Counter(
 
 def count_answer(response: HttpResponse) -> HttpResponse:
     """Counts one answer of the endpoint; never fails the request (logs once if counting does)."""
+    web = runtime()
     try:
-        ANSWERS.labels(str(response.status_code), response.get("Content-Encoding") or "identity").inc()
+        key = (response.status_code, response.get("Content-Encoding"))
+        counter = web.answer_counters.get(key)
+        if counter is None:  # ``labels`` costs a lock and a lookup: once per status and coding
+            counter = web.answer_counters[key] = ANSWERS.labels(str(key[0]), key[1] or "identity")
+        counter.inc()
     except Exception as err:  # an unusable PROMETHEUS_MULTIPROC_DIR, for one (check W132)
-        web = runtime()
         if not web.counting_failed:
             web.counting_failed = True
             logger.warning("Craft apps metrics: can't count the endpoint's answers: %s", err)

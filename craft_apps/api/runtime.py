@@ -68,6 +68,8 @@ class Runtime:
         # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):
         # said once, not at every request.
         self.counting_failed = False
+        # The endpoint's answer counter for each (status, Content-Encoding), made once.
+        self.answer_counters: dict[tuple[int, str | None], Any] = {}
         self._stores: dict[Path, StateStore] = {}
         self._lock = threading.Lock()
 

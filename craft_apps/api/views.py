@@ -85,9 +85,12 @@ def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpR
         return refused(request, channel.reason, 400)
     answers = runtime().answers
     answer = answers.answer(channel)
-    signed = signed_form(answer, answers.signing, now())  # its ETag and signature (none without a key)
+    config = answers.signing
+    # Its ETag and signature; without a key, the answer's own ETag and no signature.
+    signed = None if config is None else signed_form(answer, config, now())
+    etag = answer.etag if signed is None else signed.etag
     response: HttpResponse
-    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), signed.etag):
+    if not_modified(request.META.get("HTTP_IF_NONE_MATCH"), etag):
         # No body, no Content-Type, no Content-Length: RFC 9110 allows the 200's length on a
         # 304, but clients with an older HTTP parser (wrk's, for one) then wait for that body.
         response = HttpResponseNotModified()
@@ -99,9 +102,9 @@ def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpR
         if coding != IDENTITY:
             # Also keeps the site's GZipMiddleware, if any, from compressing it again.
             response["Content-Encoding"] = coding
-        for name, value in signed.headers:
+        for name, value in () if signed is None else signed.headers:
             response[name] = value
-    response["ETag"] = signed.etag
+    response["ETag"] = etag
     response["Cache-Control"] = answer.cache_control
     response["Vary"] = VARY
     return response
