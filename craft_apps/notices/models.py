@@ -131,6 +131,20 @@ def _bounded_text(max_length: int, **kwargs: Any) -> models.TextField[str, str]:
     return models.TextField(max_length=max_length, validators=[MaxLengthValidator(max_length)], **kwargs)
 
 
+class _Derived(models.Model):
+    """A row with fields derived from the typed ones (``derive``), set again at every save."""
+
+    class Meta:
+        abstract = True
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.derive()
+        super().save(*args, **kwargs)
+
+    def derive(self) -> None:
+        raise NotImplementedError
+
+
 class Notice(models.Model):
     """The publish window every item has."""
 
@@ -204,7 +218,7 @@ class _Rename(Notice):
             )
 
 
-class AppRename(_Rename):
+class AppRename(_Derived, _Rename):
     old_name = models.CharField(
         max_length=APP_NAME_MAX,
         validators=[single_line, no_surrounding_space],
@@ -228,10 +242,6 @@ class AppRename(_Rename):
 
     class Meta(_Rename.Meta):
         verbose_name = "app rename"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        self.derive()
-        super().save(*args, **kwargs)
 
     def derive(self) -> None:
         """The lowercase names are derived from the names, never typed."""
@@ -335,7 +345,7 @@ app_key = RegexValidator(
 )
 
 
-class AppChannel(models.Model):
+class AppChannel(_Derived):
     """One app's channel setting, edited by operators: with ``beta`` on, the endpoint's
     ``?channel=beta`` answer serves the app's newest release prereleases included
     (``craft_apps.versions``); an app without a row, or with ``beta`` off, is served there as on
@@ -365,10 +375,6 @@ class AppChannel(models.Model):
     def __str__(self) -> str:
         return f"{self.app_key}: beta {'on' if self.beta else 'off'}"
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        self.derive()
-        super().save(*args, **kwargs)
-
     def derive(self) -> None:
         """A key is kept as the setting keeps it: lowercase (``conf.parse_app_list``)."""
         self.app_key = (self.app_key or "").lower()
@@ -391,7 +397,7 @@ TAG_MAX = 255  # git allows longer; GitHub's release pages don't
 REASON_MAX = 1000
 
 
-class ReleaseControl(models.Model):
+class ReleaseControl(_Derived):
     """One operator decision about one app's release (``craft_apps.controls`` says what each
     does): a hold at a tag, a yank of a tag, or a staged rollout of a tag with an optional
     schedule and a pause. Each has a required reason; who changed it last is kept beside it
@@ -469,10 +475,6 @@ class ReleaseControl(models.Model):
         if self.action == ROLLOUT:
             return f"{self.app_key}: rollout of {self.tag}{scope}"
         return f"{self.app_key}: {self.action} {self.tag}{scope}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        self.derive()
-        super().save(*args, **kwargs)
 
     def derive(self) -> None:
         """The key is lowercase, as the setting keeps it; ``paused_at`` follows ``paused``."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from craft_apps.domain import AppState
+from craft_apps.notices.models import ReleaseControl
 from tests.support import publish, publish_history, release
 
 T0 = 1_790_000_000_000
@@ -20,3 +21,22 @@ def publish_host(state_dir: Path) -> None:
         },
     )
     publish_history(state_dir, "photocraft", (release("0.5.0"), release("0.4.0")), fetched_ms=T0)
+
+
+def control(**fields: object) -> ReleaseControl:
+    """A control of photocraft (a yank of v0.5.0 unless ``fields`` say otherwise); with
+    ``cleaned=True``, through ``full_clean`` first, as the admin's form (the schedule written as
+    the model writes it)."""
+    cleaned = fields.pop("cleaned", False)
+    values: dict[str, object] = {
+        "app_key": "photocraft",
+        "action": "yank",
+        "tag": "v0.5.0",
+        "reason": "Loses layers on save.",
+        **fields,
+    }
+    made = ReleaseControl(**values)
+    if cleaned:
+        made.full_clean()
+    made.save()
+    return made

@@ -17,7 +17,7 @@ from craft_apps.api.representation import Refiner
 from craft_apps.host.schema import DB_FILENAME
 from craft_apps.notices.feed import NoticesFeed, read_version
 from craft_apps.notices.models import ReleaseControl
-from tests.notices.controls_support import publish_host
+from tests.notices.controls_support import control, publish_host
 from tests.support import apps_setting
 
 pytestmark = pytest.mark.django_db
@@ -42,18 +42,6 @@ def admin_client(client: Client, django_user_model, host: Path) -> Client:
     operator = django_user_model.objects.create(username="operator", is_staff=True, is_superuser=True)
     client.force_login(operator)
     return client
-
-
-def control(**fields: object) -> ReleaseControl:
-    values: dict[str, object] = {
-        "app_key": "photocraft",
-        "action": "yank",
-        "tag": "v0.5.0",
-        "reason": "Loses layers on save.",
-        **fields,
-    }
-    made: ReleaseControl = ReleaseControl.objects.create(**values)
-    return made
 
 
 def form(**fields: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from craft_apps.host.schema import DB_FILENAME
 from craft_apps.notices.feed import read_version
 from craft_apps.notices.models import ReleaseControl
 from craft_apps.notices.transfer import export_notices
+from tests.notices.controls_support import control as support_control
 from tests.notices.controls_support import publish_host
 from tests.support import apps_setting
 
@@ -40,18 +41,7 @@ def admin_client(client: Client, django_user_model) -> Client:
 
 
 def control(**fields: object) -> ReleaseControl:
-    values: dict[str, object] = {
-        "app_key": "photocraft",
-        "action": "yank",
-        "tag": "v0.5.0",
-        "reason": "Loses layers on save.",
-        "changed_by": "operator",
-        **fields,
-    }
-    made = ReleaseControl(**values)
-    made.full_clean()  # as the admin's form: the schedule written as the model writes it
-    made.save()
-    return made
+    return support_control(cleaned=True, **{"changed_by": "operator", **fields})
 
 
 def some_controls() -> None:
