@@ -15,10 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from craft_apps.clock import Clock
 from craft_apps.controls import HOLD, ROLLOUT, YANK
+from craft_apps.domain import AppSpec
+from craft_apps.fleet.store import SharedStore
+from craft_apps.github.client import GitHubClient
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
 from craft_apps.notices.models import ReleaseControl
+from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.testing.fake_github import FakeGitHub
 from tests.notices.test_workers import Workers
-from tests.support import RELEASE_INFO_URL, release
+from tests.support import PHOTOCRAFT, RELEASE_INFO_URL, S, release
 
 APP = "photocraft"
 V110, V120, V130 = release("1.1.0"), release("1.2.0"), release("1.3.0")
@@ -108,3 +116,30 @@ def site_env(
         **(extra or {}),
     )
     return env
+
+
+def host_poller(
+    state_dir: Path,
+    github: FakeGitHub,
+    clock: Clock,
+    needs_history: Callable[[], frozenset[str]],
+    shared: SharedStore | None = None,
+    apps: tuple[AppSpec, ...] = (PHOTOCRAFT,),
+) -> Poller:
+    """A host's poller in this process, holding its state directory's lease, asking the stand-in."""
+    store = StateStore(state_dir)
+    store.open_for_writing()
+    lease = Lease(store, holder=state_dir.name, clock=clock)
+    assert lease.try_acquire() and lease.fence is not None
+    client = GitHubClient(api_url=github.url, web_url="https://github.com", token=None, clock=clock)
+    poller = Poller(
+        config=PollConfig(apps, interval_ms=1800 * S, max_backoff_ms=14_400 * S),
+        github=client,
+        host=store,
+        fence=lease.fence,
+        clock=clock,
+        shared=shared,
+        needs_history=needs_history,
+    )
+    poller.load_host_state()
+    return poller
