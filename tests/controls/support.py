@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from craft_apps.clock import Clock
 from craft_apps.controls import HOLD, ROLLOUT, YANK
 from craft_apps.domain import AppSpec
@@ -51,6 +53,13 @@ def hold(tag: str, channel: str = "") -> ReleaseControl:
 
 def rollout(tag: str, percentage: int, **fields: object) -> ReleaseControl:
     return control(ROLLOUT, tag, percentage=percentage, **fields)
+
+
+def require(condition: object, what: str) -> None:
+    """A precondition: its failure fails the test as an error of the setup (``pytest.fail``), never
+    as the ``AssertionError`` an expected failure (``xfail(raises=AssertionError)``) is about."""
+    if not condition:
+        pytest.fail(what)
 
 
 @dataclass(frozen=True)

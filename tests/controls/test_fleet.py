@@ -20,7 +20,7 @@ from craft_apps.fleet.store import SharedStore
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.controls.support import Served, burst, host_poller, site_env, yank
+from tests.controls.support import Served, burst, host_poller, require, site_env, yank
 from tests.fleet.server import RedisServer
 from tests.fleet.test_fleet_processes import poller_env, start_once
 from tests.notices.test_database_locked import database_locked
@@ -47,13 +47,6 @@ def fleet_env(github: FakeGitHub, redis: RedisServer, database: dict[str, str]) 
         **poller_env(github, redis.url, (PHOTOCRAFT,)),
         **{f"DJANGO_DB_{key}": value for key, value in database.items()},
     }
-
-
-def require(condition: object, what: str) -> None:
-    """A precondition: its failure fails the test as an error of the setup (``pytest.fail``), never
-    as the ``AssertionError`` an expected failure below is about."""
-    if not condition:
-        pytest.fail(what)
 
 
 def first_host_shares(github: FakeGitHub, redis: RedisServer, tmp_path: Path) -> None:

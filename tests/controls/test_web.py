@@ -18,7 +18,18 @@ from craft_apps.notices.channels import HistoryApps
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.controls.support import V110, V120, V130, Served, hold, host_poller, rollout, served, yank
+from tests.controls.support import (
+    V110,
+    V120,
+    V130,
+    Served,
+    hold,
+    host_poller,
+    require,
+    rollout,
+    served,
+    yank,
+)
 from tests.support import PHOTOCRAFT, RELEASE_INFO_URL, publish, publish_history
 
 DOWNLOAD = "/v1/craft_apps/download/photocraft/windows/x64"
@@ -96,3 +107,30 @@ def test_a_hold_at_a_release_github_deletes_serves_the_newest_below_it(
     for query in ("", "?channel=beta"):
         below = answer(client, query)
         assert below.latest == "v1.1.0" and not below.mentions("v1.3.0"), query
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="an app that gets its first control has its release list asked only when it is next "
+    "due (up to the interval, 30 min): meanwhile a yank of its latest serves latest_release null "
+    "(reported to the lead)",
+)
+@pytest.mark.django_db(transaction=True)
+def test_a_yank_of_the_latest_of_an_app_without_history_serves_the_release_before_at_the_next_tick(
+    web: Path, github: FakeGitHub, fake_clock: FakeClock
+):
+    """The host polled photocraft while it needed no history: its history is the one latest it
+    saw. Yanked, the release before it is in GitHub's list, which the next tick (30 s) can ask."""
+    needs = HistoryApps(monotonic=lambda: fake_clock.now_ms() / 1000)  # its once-a-second read
+    poller = host_poller(web, github, fake_clock, needs)
+    poller.tick()
+    require([r.tag for r in poller.history["photocraft"]] == ["v1.3.0"], "only the latest seen")
+    client = Client()
+    require(answer(client).latest == "v1.3.0", "served before the yank")
+    yank("v1.3.0")
+    meanwhile = answer(client)
+    require(meanwhile.fetched and not meanwhile.mentions("v1.3.0"), "the yank applies at once")
+    fake_clock.advance(31)  # the poller's next tick
+    poller.tick()
+    assert answer(client).latest == "v1.2.0"
