@@ -125,6 +125,7 @@ class Poller:
         self.history: dict[str, tuple[Release, ...]] = {}
         self.history_fetch: dict[str, HistoryFetch] = {}
         self._history_unpublished: set[str] = set()
+        self._first_list_asked: dict[str, int] = {}  # when a list was asked before the app was due
         self.rules: ReleaseRules = github  # judges stored releases again (``_rejudged``)
         self.host = host
         self.fence = fence
@@ -192,9 +193,20 @@ class Poller:
             report.backing_off = True
             return report
         due = [app for app in self.config.apps if self._is_due(app.key, now_ms)]
-        if not due:
+        # An app that came to need history (a release control, beta turned on) has its list
+        # asked at this tick, not at its next due round: a yank of its latest falls back to the
+        # release before within a tick, not an interval.
+        needs = self.needs_history()
+        first_lists = [
+            app for app in self.config.apps if app.key in needs and self._first_list_due(app, due, now_ms)
+        ]
+        if not due and not first_lists:
             return report
         report.mode = self._poll_round(due, mode, report)
+        for app in first_lists:
+            self._first_list_asked[app.key] = now_ms
+            if not self._ask_list(app, report.mode, report):
+                break
         if report.round.requests() == 0 or self.fence_lost:
             return report
         self._update_backoff(report.round, report.mode)
@@ -229,6 +241,16 @@ class Poller:
             if app.key in self.needs_history() and not self._ask_list(app, mode, report):
                 break
         return mode
+
+    def _first_list_due(self, app: AppSpec, due: list[AppSpec], now_ms: int) -> bool:
+        """Whether to ask the list of an app that needs history though its latest isn't due:
+        its history never came from the list (here or from the fleet), and the last such ask,
+        if it failed, was an interval ago (a list that keeps failing costs what a due app does)."""
+        fetch = self.history_fetch.get(app.key)
+        if app in due or (fetch is not None and fetch.fetched_ms is not None and fetch.repo == app.repo):
+            return False
+        asked = self._first_list_asked.get(app.key)
+        return asked is None or now_ms - asked >= self.config.interval_ms
 
     def _ask_list(self, app: AppSpec, mode: PollMode, report: TickReport) -> bool:
         """Asks GitHub's release list of an app that needs history, right after its latest (so

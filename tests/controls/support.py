@@ -56,8 +56,8 @@ def rollout(tag: str, percentage: int, **fields: object) -> ReleaseControl:
 
 
 def require(condition: object, what: str) -> None:
-    """A precondition: its failure fails the test as an error of the setup (``pytest.fail``), never
-    as the ``AssertionError`` an expected failure (``xfail(raises=AssertionError)``) is about."""
+    """A precondition: its failure fails the test as an error of its setup (``pytest.fail``), told
+    apart from the ``AssertionError`` of the promise the test checks."""
     if not condition:
         pytest.fail(what)
 

@@ -109,13 +109,6 @@ def test_a_hold_at_a_release_github_deletes_serves_the_newest_below_it(
         assert below.latest == "v1.1.0" and not below.mentions("v1.3.0"), query
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="an app that gets its first control has its release list asked only when it is next "
-    "due (up to the interval, 30 min): meanwhile a yank of its latest serves latest_release null "
-    "(reported to the lead)",
-)
 @pytest.mark.django_db(transaction=True)
 def test_a_yank_of_the_latest_of_an_app_without_history_serves_the_release_before_at_the_next_tick(
     web: Path, github: FakeGitHub, fake_clock: FakeClock
