@@ -1,4 +1,5 @@
-"""Two gunicorn workers (real processes) on the site's database, a file: an operator's yank,
+"""Two gunicorn workers (real processes, with a real redis-server) on the site's database, a
+file: an operator's yank,
 unyank and rollout show on both within 2 s of the write; with the database locked both keep
 the controls they had, each says so once, and the edit made after the lock applies."""
 
@@ -11,6 +12,7 @@ import pytest
 
 from craft_apps.domain import AppState
 from tests.controls.support import V110, V120, V130, Served, burst, rollout, until_both, yank
+from tests.fleet.server import RedisServer
 from tests.notices.test_database_locked import database_locked, logged_by
 from tests.notices.test_workers import FETCHED_MS, Workers, database_for_the_workers, workers
 from tests.support import ONE_AT_A_TIME, publish_history
@@ -33,9 +35,17 @@ def is_yanked(answer: Served) -> bool:
     return answer.fetched and answer.latest == "v1.2.0" and not answer.mentions("v1.3.0")
 
 
-def test_a_yank_an_unyank_and_a_rollout_show_on_both_workers_within_two_seconds(tmp_path: Path):
+def test_a_yank_an_unyank_and_a_rollout_show_on_both_workers_within_two_seconds(
+    tmp_path: Path, redis_server: RedisServer
+):
+    """As a fleet's host runs: the workers have the fleet's Redis (the webhook's), which the
+    controls don't need: they come with the notices."""
     state = AppState(latest_release=V130, fetched_ms=FETCHED_MS)
-    with database_for_the_workers() as (database, _), workers(tmp_path, database, state=state) as site:
+    fleet = {"CRAFT_APPS_REDIS_URL": redis_server.url}
+    with (
+        database_for_the_workers() as (database, _),
+        workers(tmp_path, database, state=state, extra_env=fleet) as site,
+    ):
         photocraft_at_v130(site, tmp_path)
 
         written = time.monotonic()
