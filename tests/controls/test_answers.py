@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from craft_apps.api.answer_cache import AnswerCache
 from craft_apps.api.runtime import runtime
 from craft_apps.controls import Step
 from craft_apps.domain import AppState, Release
@@ -114,3 +115,35 @@ def test_a_hold_scoped_to_beta_leaves_stable_as_it_was(web: Path):
     assert served(client.get(BETA).content).latest == "v1.2.0"
     again = client.get(RELEASE_INFO_URL)
     assert again.content == stable.content and again["ETag"] == stable["ETag"]
+
+
+def test_two_hosts_with_the_same_state_serve_the_same_bytes_and_step_together(
+    web: Path, tmp_path: Path, fake_clock: FakeClock
+) -> None:
+    """The schedule depends only on the clock: two hosts (each its own state file, the same
+    rows; each its own runtime) serve one answer before a step and one after it."""
+    other = tmp_path / "other-host"
+    warm(web)
+    warm(other)
+    at_ms = fake_clock.now_ms() + 60 * S
+    rollout("v1.3.0", 10, schedule=Step(at_ms, 50).line())
+    yank("v1.1.0")
+
+    def both() -> tuple[bytes, bytes]:
+        here = runtime().answers.answer().body
+
+        there = AnswerCache(
+            lambda path: runtime().store(other),
+            runtime().notices,
+            0.0,
+            controls=runtime().feed.controls,
+            now_ms=fake_clock.now_ms,
+        )
+        return here, there.answer().body
+
+    before = both()
+    assert before[0] == before[1] and served(runtime().answers.answer().body).rollout == ("v1.3.0", 10)
+    fake_clock.set_ms(at_ms)
+    after = both()
+    assert after[0] == after[1] != before[0]
+    assert served(runtime().answers.answer().body).rollout == ("v1.3.0", 50)
