@@ -5,7 +5,8 @@ docs/benchmarks.md; tests/test_bench_smoke.py runs them at a tiny size so they n
 
 - ``python -m bench``: everything, then the figures (``--help`` for sizes and outputs);
 - ``python -m bench.fleet``: N real pollers on one virtual clock, one Redis, the GitHub stand-in;
-- ``python -m bench.endpoint``: the endpoint under gunicorn against a bare view and nginx;
+- ``python -m bench.endpoint``: the endpoint under gunicorn against a bare view and nginx
+  (``release_controls``: the controls its ``--controls`` puts in force, and their checks);
 - ``python -m bench.footprint``: memory, CPU and Redis round trips of one poller's ticks;
 - ``python -m bench.refine``: brotli at the request path's quality against the ``Refiner``'s.
 """

@@ -52,6 +52,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument(
         "--signing", action="store_true", help="also the signed endpoint beside bare views with its headers"
     )
+    group.add_argument(
+        "--controls", action="store_true", help="every endpoint row with a staged rollout and a yank in force"
+    )
     group = parser.add_argument_group("launcher")
     group.add_argument("--launcher-hours", type=float, default=launcher.hours)
     group.add_argument("--launcher-releases", type=int, default=launcher.releases)
@@ -77,6 +80,7 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
         "endpoint": [
             "--seconds", f"{args.seconds:g}", "--connections", str(args.connections),
             "--loadgen", args.loadgen, "--static", args.static, *(["--signing"] if args.signing else []),
+            *(["--controls"] if args.controls else []),
         ],
         "launcher": [
             "--launcher-hours", f"{args.launcher_hours:g}",

@@ -19,6 +19,14 @@ one generated for the run) and its rows join the same rounds: our signed endpoin
 brotli, in gzip and revalidated (a 304), each beside a bare view serving the same bytes and the
 same headers (the signature, ETag, Cache-Control and Vary our endpoint sent, precomputed).
 
+With ``--controls``, release controls are in force on the site's database before any server
+starts (``bench.release_controls``: a staged rollout of one app's latest tag at 25 % with a
+step a day ahead, a yank of another app's latest tag), so every row is measured with them, each
+bare view serving the bytes of the controlled answer; before timing, every worker's stable and
+beta answer (and the signed server's) is checked to carry the rollout field and not the yanked
+tag, and afterwards a web process's runtime counts the answers it encodes per state version and
+channel (``AnswerCache.encoded``).
+
 Run ``python -m bench.endpoint --help``.
 """
 
@@ -44,6 +52,7 @@ from datetime import timedelta
 from itertools import cycle
 from pathlib import Path
 
+from bench import release_controls
 from bench.loadgen import LoadResult, merge_results, run_load, wrk_available
 from bench.report import finish, markdown_table
 from bench.site_paths import (
@@ -84,6 +93,8 @@ SIGNED_TARGET = 0.95  # each signed path against the bare view sending the same 
 SIGNED_PATHS = {"": "plain", "_br": "brotli", "_gzip": "gzip", "_not_modified": "If-None-Match: 304"}
 # What the signed endpoint sends that a bare view must send too (Content-Encoding it sends itself).
 SIGNED_HEADERS = (signing.HEADER, "ETag", "Cache-Control", "Vary")
+CONTROLS_TARGET = 0.95  # with --controls: each path against the bare view sending the same bytes
+ENCODED_VERSIONS = 5  # with --controls: the state versions the answers encoded are counted over
 SETTLE_S = 10.0  # how long the workers may take to refine their brotli form
 ROUNDS = 5  # the side-by-side paths take turns this many times
 
@@ -97,6 +108,7 @@ class EndpointOptions:
     static: str = "auto"  # nginx, python, or auto: nginx when installed
     change_every_s: float = 1.0
     signing: bool = False  # also the signed endpoint beside bare views with its headers
+    controls: bool = False  # a staged rollout and a yank in force on every row
 
 
 @dataclass
@@ -135,6 +147,10 @@ class EndpointReport:
     signed: dict[str, LoadResult] = field(default_factory=dict)
     bare_signed: dict[str, LoadResult] = field(default_factory=dict)
     signed_ratio_to_bare: dict[str, float] = field(default_factory=dict)
+    # With --controls: the controls in force, and the answers a runtime encoded per state
+    # version, by channel (one each is the design).
+    controls: tuple[str, ...] = ()
+    encoded_per_version: dict[str, float] = field(default_factory=dict)
 
 
 # --- The state and the servers ---------------------------------------------------------------
@@ -143,10 +159,11 @@ class EndpointReport:
 PRERELEASE_APPS = 3  # the first apps (by key) get a newer prerelease in their history
 
 
-def fill_state(state_dir: Path) -> None:
+def fill_state(state_dir: Path, older: frozenset[str] = frozenset()) -> None:
     """The 13 demo releases, parsed as the poller parses GitHub's answers, all fresh; the first
     ``PRERELEASE_APPS`` apps also have a release candidate of their next minor version in their
-    history, which the beta channel serves."""
+    history, which the beta channel serves, and the apps in ``older`` the patch release before
+    their latest (which release controls fall back to)."""
     store = StateStore(state_dir)
     store.open_for_writing()
     lease = Lease(store, holder="bench-fill", clock=SystemClock())
@@ -162,6 +179,8 @@ def fill_state(state_dir: Path) -> None:
         history: tuple[Release, ...] = (release,)
         if app.key in sorted(a.key for a in DEFAULT_APPS)[:PRERELEASE_APPS]:
             history = (_next_candidate(release), release)
+        if app.key in older:
+            history = (*history, release_controls.previous_release(release))
         store.put_history(app.key, history, fence=lease.fence, repo=app.repo)
     lease.release()
     store.close()
@@ -184,9 +203,10 @@ def _next_candidate(stable: Release) -> Release:
     )
 
 
-def prepare_site_database(env: dict[str, str], workdir: Path) -> None:
+def prepare_site_database(env: dict[str, str], workdir: Path, controls: bool = False) -> None:
     """Migrates the benchmark site's database and turns beta on for every app, as an operator
-    would (``craft_apps_notices import``)."""
+    would (``craft_apps_notices import``); with ``controls``, writes the benchmark's release
+    controls (``bench.release_controls``)."""
     document = {
         "format": "craft_apps_notices",
         "version": 1,
@@ -196,12 +216,17 @@ def prepare_site_database(env: dict[str, str], workdir: Path) -> None:
     }
     channels = workdir / "channels.json"
     channels.write_text(json.dumps(document))
-    for command in (["migrate", "--noinput", "-v", "0"], ["craft_apps_notices", "import", str(channels)]):
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "manage.py"), *command], env=env, capture_output=True, text=True
-        )
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    commands = [
+        [*manage, "migrate", "--noinput", "-v", "0"],
+        [*manage, "craft_apps_notices", "import", str(channels)],
+    ]
+    if controls:
+        commands.append([sys.executable, "-m", "bench.release_controls", "write"])
+    for command in commands:
+        done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
         if done.returncode != 0:
-            raise RuntimeError(f"manage.py {command[0]} failed: {done.stderr.strip()[-500:]}")
+            raise RuntimeError(f"{' '.join(command[1:3])} failed: {done.stderr.strip()[-500:]}")
 
 
 @contextlib.contextmanager
@@ -391,7 +416,7 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         state_dir = workdir / "state"
         www = workdir / "www"
         www.mkdir()
-        fill_state(state_dir)
+        fill_state(state_dir, release_controls.OLDER_APPS if options.controls else frozenset())
         body_file = www / STATIC_NAME
         # nginx's workers may run as another user: they need to reach the file.
         for path in (workdir, www):
@@ -402,7 +427,7 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         static_url = f"http://127.0.0.1:{static_port}/{STATIC_NAME}"
         page_url, redirect_url = f"{site}/{PAGE_PATH}", f"{site}/{REDIRECT_PATH}"
         env = site_env(state_dir, body_file, workdir)
-        prepare_site_database(env, workdir)
+        prepare_site_database(env, workdir, options.controls)
         beta_url = f"{ours_url}?channel=beta"
         cpu_ms: dict[str, float] = {}
 
@@ -417,6 +442,8 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             running(site_command, env=env, log=workdir / "gunicorn.log", ready_url=ours_url) as site_server,
             contextlib.ExitStack() as signed_site,
         ):
+            if options.controls:
+                controls_in_force({"stable": ours_url, "beta": beta_url}, options.workers)
             body = _get(ours_url)
             coded = {c: settled_form(ours_url, body, c, options.workers) for c in BARE_CODINGS}
             # Before the bare views' first requests, which read them.
@@ -442,7 +469,7 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             signed_pids: dict[str, int] = {}
             if options.signing:
                 signed_targets, signed_pid = signed_site.enter_context(
-                    serving_signed(state_dir, workdir, options.workers)
+                    serving_signed(state_dir, workdir, options.workers, options.controls)
                 )
                 signed_pids = dict.fromkeys(signed_targets, signed_pid)
             side_by_side, side_by_side_cpu = interleaved(
@@ -488,6 +515,7 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             if writer.error is not None:
                 raise RuntimeError(f"the change writer failed: {writer.error!r}")
             last_served = serves_change(ours_url, writer.last, options.workers)
+        encoded = answers_encoded(env) if options.controls else {}
     return EndpointReport(
         options=options,
         loadgen=tool,
@@ -523,12 +551,45 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             for s in SIGNED_PATHS
             if signed_targets
         },
+        controls=release_controls.describe(release_controls.latest_tags()) if options.controls else (),
+        encoded_per_version=encoded,
     )
+
+
+def controls_in_force(urls: Mapping[str, str], workers: int) -> None:
+    """Waits until every worker's answer at each of ``urls`` (by channel) applies the
+    benchmark's controls (each worker's notices feed reads them in the background); raises
+    with what is wrong when they don't within ``READY_TIMEOUT_S``: a bench of a broken
+    feature fails before it times anything."""
+    tags = release_controls.latest_tags()
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        found = None
+        for channel, url in urls.items():
+            for _ in range(workers * 4):
+                found = found or release_controls.problem(json.loads(_get(url)), tags, channel)
+        if found is None:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the controls are not in force after {READY_TIMEOUT_S:g} s: {found}")
+        time.sleep(0.2)  # the workers' notices feeds look in the background, not a timer under test
+
+
+def answers_encoded(env: dict[str, str]) -> dict[str, float]:
+    """The answers a web process's runtime encodes per state version, by channel, with the
+    controls in force (``bench.release_controls encoded``, in the site's environment)."""
+    command = [sys.executable, "-m", "bench.release_controls", "encoded", "--versions", str(ENCODED_VERSIONS)]
+    done = subprocess.run(command, env=env, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"counting the answers encoded failed: {done.stderr.strip()[-500:]}")
+    counted = json.loads(done.stdout.strip().splitlines()[-1])
+    versions = counted["versions"]
+    return {channel: round(count / versions, 2) for channel, count in counted["encoded"].items()}
 
 
 @contextlib.contextmanager
 def serving_signed(
-    state_dir: Path, workdir: Path, workers: int
+    state_dir: Path, workdir: Path, workers: int, controls: bool = False
 ) -> Iterator[tuple[dict[str, tuple[str, dict[str, str]]], int]]:
     """A second gunicorn on the same state with a signing key, its bare views sending the bytes
     and headers its endpoint sends; yields the signed rows' targets and the server's pid."""
@@ -544,6 +605,8 @@ def serving_signed(
     env[BARE_HEADERS_ENV] = str(headers_file)
     command = gunicorn_command(port, workers)
     with running(command, env=env, log=workdir / "gunicorn-signed.log", ready_url=ours_url) as server:
+        if controls:
+            controls_in_force({"signed stable": ours_url, "signed beta": f"{ours_url}?channel=beta"}, workers)
         body = _get(ours_url)
         forms = {"": body, **{f".{c}": settled_form(ours_url, body, c, workers) for c in BARE_CODINGS}}
         for suffix, content in forms.items():
@@ -804,7 +867,8 @@ def markdown(report: EndpointReport) -> str:
     return "\n".join(
         [
             f"gunicorn with {o.workers} sync workers, no debug; {tool}, {o.connections} connections, "
-            f"{o.seconds:g} s each; a {report.body_bytes:,}-byte answer (13 apps, 13 assets each).",
+            f"{o.seconds:g} s each; a {report.body_bytes:,}-byte answer (13 apps, 13 assets each)"
+            + ("; release controls in force on every row." if report.controls else "."),
             "",
             markdown_table(header, rows),
             "",
@@ -824,6 +888,7 @@ def markdown(report: EndpointReport) -> str:
             f"p99 under {P99_TARGET_MS:g} ms (measured "
             f"{_ms(report.ours.p99_ms)}, {_ms(report.under_change.p99_ms)} under changes).",
             *signed_targets_line(report, by_cpu),
+            *controls_targets_line(report, by_cpu),
         ]
     )
 
@@ -874,6 +939,40 @@ def signed_targets_line(report: EndpointReport, by_cpu: Callable[[str, str], flo
     ]
 
 
+def controls_targets_line(report: EndpointReport, by_cpu: Callable[[str, str], float]) -> list[str]:
+    """With --controls: the controls, each path against its bare view, the answers encoded."""
+    if not report.controls:
+        return []
+    # By path: (its key, its bare view's key, ours over the bare view in requests/s).
+    paths = {
+        "plain": ("ours", "bare", report.ratio_to_bare),
+        "brotli": ("ours_br", "bare_br", report.coded_ratio_to_bare["br"]),
+        "gzip": ("ours_gzip", "bare_gzip", report.coded_ratio_to_bare["gzip"]),
+        "If-None-Match: 304": ("not_modified", "bare_not_modified", report.not_modified_ratio_to_bare),
+        "?channel=beta": ("beta", "bare_beta", report.beta_ratio_to_bare),
+        **{
+            f"signed {SIGNED_PATHS[key.removeprefix('signed')]}": (
+                key,
+                f"bare_{key}",
+                report.signed_ratio_to_bare[key],
+            )
+            for key in report.signed
+        },
+    }
+    measured = ", ".join(f"{name} {ratio:.2f}" for name, (_, _, ratio) in paths.items())
+    cpu = ", ".join(f"{by_cpu(key, bare):.2f}" for key, bare, _ in paths.values())
+    below = [name for name, (_, _, ratio) in paths.items() if ratio < CONTROLS_TARGET]
+    encoded = ", ".join(f"{channel} {count:.2f}" for channel, count in report.encoded_per_version.items())
+    return [
+        "",
+        f"Release controls (`--controls`): {'; '.join(report.controls)}; every worker's stable and beta "
+        "answer checked before timing to carry the rollout field and not the yanked tag. Each path at "
+        f"least {CONTROLS_TARGET} of the bare view serving the same bytes (measured: {measured}; "
+        f"by CPU {cpu}; below: {', '.join(below) or 'none'}). Answers encoded per state version "
+        f"(`AnswerCache.encoded`, a web process's runtime over {ENCODED_VERSIONS} versions): {encoded}.",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     defaults = EndpointOptions()
     parser = argparse.ArgumentParser(prog="python -m bench.endpoint", description=__doc__.split("\n")[0])
@@ -887,6 +986,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also the endpoint with a signing key beside bare views sending its bytes and headers",
     )
+    parser.add_argument(
+        "--controls",
+        action="store_true",
+        help="every row with a staged rollout and a yank in force (bench.release_controls)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures and their Markdown here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -897,6 +1001,7 @@ def main(argv: list[str] | None = None) -> int:
         loadgen=args.loadgen,
         static=args.static,
         signing=args.signing,
+        controls=args.controls,
     )
     report = run_endpoint_benchmark(options)
     return finish(report, markdown(report), args.json)

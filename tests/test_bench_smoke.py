@@ -17,13 +17,29 @@ from pathlib import Path
 
 import pytest
 
+from bench.endpoint import fill_state
 from bench.fleet import FleetOptions, host_address, markdown, next_version, run_fleet_benchmark
 from bench.fleet_metrics import ServedLog
 from bench.loadgen import parse_wrk
+from bench.release_controls import (
+    OLDER_APPS,
+    ROLLOUT_APP,
+    YANK_APP,
+    latest_tags,
+    previous_release,
+    problem,
+    write_controls,
+)
 from bench.report import FIGURES_END, FIGURES_START, rewrite_figures
 from bench.stats import max_in_window, percentile
 from bench.virtual_time import HostClock, HostKilled, Simulation
+from craft_apps.api.answer import build_release_info
+from craft_apps.api.answer_cache import encode_answer
+from craft_apps.api.controls import controlled_release_info
+from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL
 from craft_apps.domain import AppState, Release
+from craft_apps.host.store import StateStore
+from craft_apps.notices.channels import read_controls
 from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TINY = [
     "--hosts", "3", "--hours", "2", "--releases", "4", "--kill-hours", "1.2",
     "--flood", "100", "--flood-minutes", "3", "--big-hosts", "6", "--big-hours", "0.5",
-    "--seconds", "1", "--connections", "4", "--signing",
+    "--seconds", "1", "--connections", "4", "--signing", "--controls",
     "--launcher-hours", "1", "--launcher-releases", "2",
     "--rounds", "20", "--idle-ticks", "10", "--health-check-ticks", "3", "--health-check-scale", "0.001",
 ]  # fmt: skip
@@ -108,6 +124,10 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     assert endpoint["beta_bytes"] > endpoint["body_bytes"] > 50_000, "the beta answer lists rcs as well"
     assert endpoint["beta_ratio_to_bare"] > 0
     assert cpu["ours"] > 0 and cpu["page"] > 0 and cpu["redirect"] > 0
+    # --controls: every row ran with a rollout and a yank in force (checked in every answer
+    # before timing), and a runtime encoded one answer per state version and channel.
+    assert [c.split(":")[0] for c in endpoint["controls"]] == [ROLLOUT_APP, YANK_APP]
+    assert endpoint["encoded_per_version"] == {"stable": 1.0, "beta": 1.0}
 
     launcher = figures["launcher"]
     plain = launcher["plain_json_bytes"]
@@ -137,6 +157,8 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         "| our endpoint, signed, brotli |" in figures_part
         and "each signed path at least 0.95" in figures_part
     )
+    assert "release controls in force on every row" in figures_part
+    assert "Release controls (`--controls`)" in figures_part and "stable 1.00, beta 1.00" in figures_part
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
 
 
@@ -273,3 +295,46 @@ def test_small_helpers():
     assert max_in_window([0, 60, 120], 60) == 1
     assert [host_address(i) for i in (0, 253, 254)] == ["127.0.0.2", "127.0.0.255", "127.0.1.0"]
     assert next_version("1.0.9") == "1.0.10"
+
+
+@pytest.mark.django_db
+def test_the_controls_bench_checks_what_the_answer_serves_and_fails_without_the_controls(tmp_path: Path):
+    """``bench.endpoint --controls``' check passes on the answer its rows make and fails on
+    the answer without them: a bench of a broken feature fails before timing."""
+    fill_state(tmp_path, OLDER_APPS)
+    store = StateStore(tmp_path)
+    snapshot = store.read()
+    store.close()
+    tags = latest_tags()
+    write_controls(tags)
+    controls = read_controls()
+    assert [(c.app_key, c.action) for c in controls] == [(ROLLOUT_APP, "rollout"), (YANK_APP, "yank")]
+    assert controls[0].next_change_ms(0) is not None, "a schedule step ahead"
+    plain = build_release_info(DEFAULT_APPS, snapshot.apps, DEFAULT_GITHUB_WEB_URL)
+    controlled = controlled_release_info(
+        plain,
+        "stable",
+        DEFAULT_APPS,
+        controls,
+        snapshot.history,
+        snapshot.history_fetches,
+        DEFAULT_GITHUB_WEB_URL,
+        controls[0].steps[0].at_ms - 1,
+    )
+    assert problem(json.loads(encode_answer(controlled).body), tags, "stable") is None
+    found = problem(json.loads(encode_answer(plain).body), tags, "stable")
+    assert found is not None and f"{ROLLOUT_APP} has no rollout" in found
+    only_rollout = controlled_release_info(
+        plain,
+        "stable",
+        DEFAULT_APPS,
+        controls[:1],
+        snapshot.history,
+        snapshot.history_fetches,
+        DEFAULT_GITHUB_WEB_URL,
+        0,
+    )
+    found = problem(json.loads(encode_answer(only_rollout).body), tags, "stable")
+    assert found is not None and f"{YANK_APP} still names its yanked tag" in found
+    older = previous_release(snapshot.apps[YANK_APP].latest_release or release("v0.0.0"))
+    assert tags[YANK_APP] not in repr(older) and older.assets, "the older release names its own tag"
