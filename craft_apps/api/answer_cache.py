@@ -107,6 +107,8 @@ class AnswerCache:
         self._uncontrolled: ReleaseInfo | None = None  # its release info before the controls
         # Per channel but the stable one: (what it was made from, the answer).
         self._channels: dict[str, tuple[object, EncodedAnswer]] = {}
+        # Per channel, the stable answer, the apps on beta and the key it was last checked with.
+        self._checked: dict[str, tuple[EncodedAnswer, frozenset[str], object]] = {}
         self.encoded = 0  # answers encoded (JSON, gzip, brotli), all channels
         self._failure: str | None = None
         # What was served last, and until when it stands without a look.
@@ -118,15 +120,22 @@ class AnswerCache:
         stable = self._stable()
         if channel == STABLE:
             return stable
+        beta = self._beta_apps()
+        # The same objects as at the last request: what was made from them stands (no compare).
+        checked = self._checked.get(channel)
+        if checked is not None and checked[0] is stable and checked[1] is beta and checked[2] is self._key:
+            kept = self._channels.get(channel)
+            if kept is not None:
+                return kept[1]
         with self._lock:
             key, snapshot, current, uncontrolled = self._key, self._snapshot, self._answer, self._uncontrolled
         if current is None or current.body is not stable.body or uncontrolled is None:
             # A fallback answer: nothing fetched to add to.
             key, snapshot, uncontrolled = None, _NO_SNAPSHOT, stable.release_info
-        beta = self._beta_apps()
         made_from = (stable.body, stable.cache_control, key, beta)
         kept = self._channels.get(channel)
         if kept is not None and kept[0] == made_from:
+            self._checked[channel] = (stable, beta, key)
             return kept[1]
         apps = key[2] if key is not None else app_settings.APPS
         web_url = app_settings.GITHUB_WEB_URL
@@ -151,6 +160,7 @@ class AnswerCache:
             answer = self._encode(info, key[3] if key is not None else NO_NOTICES, channel)
         with self._lock:
             self._channels[channel] = (made_from, answer)
+            self._checked[channel] = (stable, beta, key)  # after the answer it names
         self._refiner.offer(answer, self._refined)
         return answer
 
@@ -267,3 +277,4 @@ class AnswerCache:
         with self._lock:
             self._key, self._answer, self._failure, self._served = None, None, None, None
             self._snapshot, self._channels, self._uncontrolled = _NO_SNAPSHOT, {}, None
+            self._checked = {}

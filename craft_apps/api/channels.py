@@ -55,8 +55,11 @@ class ChannelRefused:
 
 def requested_channel(request: HttpRequest) -> str | ChannelRefused:
     """The channel ``request`` asks for (``STABLE`` when it names none), or why it is refused."""
-    if not request.META.get("QUERY_STRING"):
+    query = request.META.get("QUERY_STRING")
+    if not query:
         return STABLE  # what launchers send: no query to parse
+    if query == f"{PARAMETER}={BETA}":
+        return BETA  # what a beta launcher sends
     values = request.GET.getlist(PARAMETER)
     if not values:
         return STABLE
