@@ -5,8 +5,9 @@ The demo site runs under gunicorn (one sync worker per core, no debug) on a stat
 with the 13 demo releases (a dozen assets each, a few KiB of notes). One load generator (wrk, or
 the built-in Python one where wrk is missing) hits, taking turns in a few rounds: our endpoint
 in each coding (plain, brotli, gzip), each beside a bare Django view on the same server returning
-the same bytes (``bench.site_urls``), and our endpoint revalidated (``If-None-Match``: every
-answer a 304) beside a bare view's empty 304, and the downloads page (``/craft_apps/downloads/``,
+the same bytes with the same ETag, Cache-Control and Vary (``bench.site_urls``), and our
+endpoint revalidated (``If-None-Match``: every answer a 304) beside a bare view's 304 with the
+same headers, and the downloads page (``/craft_apps/downloads/``,
 one rendered variant) and a download redirect (a ``302``) beside them all. Then the same JSON as
 a static file under nginx (the practical ceiling; Python's http.server stands in where nginx is
 missing, and is labelled so), and our endpoint again while a writer holding the poller's lease
@@ -131,7 +132,7 @@ class EndpointReport:
     coded_ratio_to_bare: dict[str, float]
     not_modified: LoadResult
     not_modified_ratio: float  # the 304 path's requests/s over the plain 200 path's
-    bare_not_modified: LoadResult  # a bare view's empty 304: the floor of any revalidation
+    bare_not_modified: LoadResult  # a bare view's 304 (our headers): the floor of any revalidation
     not_modified_ratio_to_bare: float
     beta: LoadResult  # ?channel=beta, every app on beta, some with a newer prerelease
     bare_beta: LoadResult  # a bare view serving the beta answer's bytes
@@ -427,6 +428,9 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
         static_url = f"http://127.0.0.1:{static_port}/{STATIC_NAME}"
         page_url, redirect_url = f"{site}/{PAGE_PATH}", f"{site}/{REDIRECT_PATH}"
         env = site_env(state_dir, body_file, workdir)
+        # The bare views send the endpoint's ETag, Cache-Control and Vary too: the same answer.
+        headers_file = www / "headers.json"
+        env[BARE_HEADERS_ENV] = str(headers_file)
         prepare_site_database(env, workdir, options.controls)
         beta_url = f"{ours_url}?channel=beta"
         cpu_ms: dict[str, float] = {}
@@ -454,8 +458,20 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             if beta_body == body:
                 raise RuntimeError("the beta channel serves the stable answer: no prerelease in it")
             (www / f"{STATIC_NAME}.{BARE_BETA}").write_bytes(beta_body)
-            if _get(bare_url) != body:
-                raise RuntimeError("the bare view doesn't serve the endpoint's bytes")
+            etag = _header(ours_url, "ETag")
+            sent = {
+                "": _headers(ours_url, {}),
+                **{f".{c}": _headers(ours_url, {"Accept-Encoding": c}) for c in BARE_CODINGS},
+                f".{BARE_NOT_MODIFIED}": _headers(
+                    ours_url, {"Accept-Encoding": "br, gzip", "If-None-Match": etag}
+                ),
+                f".{BARE_BETA}": _headers(beta_url, {}),
+            }
+            headers_file.write_text(json.dumps({suffix: sorted(h.items()) for suffix, h in sent.items()}))
+            if _get(bare_url) != body or _headers(bare_url, {}) != sent[""]:
+                raise RuntimeError("the bare view doesn't serve the endpoint's bytes and headers")
+            if _headers(f"{site}/{bare_path(BARE_NOT_MODIFIED)}", {}) != sent[f".{BARE_NOT_MODIFIED}"]:
+                raise RuntimeError("the bare 304 doesn't send the endpoint's headers")
             if _get(f"{site}/{bare_path(BARE_BETA)}") != beta_body:
                 raise RuntimeError("the bare beta view doesn't serve the beta answer's bytes")
             for coding in BARE_CODINGS:
@@ -464,7 +480,6 @@ def run_endpoint_benchmark(options: EndpointOptions) -> EndpointReport:
             page_bytes = len(_get(page_url))
             if _status(redirect_url) != 302:
                 raise RuntimeError(f"/{REDIRECT_PATH} doesn't redirect")
-            etag = _header(ours_url, "ETag")
             signed_targets: dict[str, tuple[str, dict[str, str]]] = {}
             signed_pids: dict[str, int] = {}
             if options.signing:
@@ -805,7 +820,12 @@ def markdown(report: EndpointReport) -> str:
                 f"ours_{coding}",
                 f"{size}; {ratio:.2f} of the bare view (by CPU {ratio_by_cpu:.2f})",
             ),
-            row(f"bare Django view, same {name} bytes", report.bare_coded[coding], f"bare_{coding}", ""),
+            row(
+                f"bare Django view, same {name} bytes and headers",
+                report.bare_coded[coding],
+                f"bare_{coding}",
+                "",
+            ),
         ]
     page_ratio, redirect_ratio = _ratio(report.page, report.ours), _ratio(report.redirect, report.ours)
     rows = [
@@ -815,7 +835,7 @@ def markdown(report: EndpointReport) -> str:
             "ours",
             f"{report.ratio_to_bare:.2f} of the bare view (by CPU {by_cpu('ours', 'bare'):.2f})",
         ),
-        row("bare Django view, same bytes", report.bare, "bare", ""),
+        row("bare Django view, same bytes and headers", report.bare, "bare", ""),
         *coded_rows,
         row(
             "our endpoint, If-None-Match: 304",
@@ -826,7 +846,7 @@ def markdown(report: EndpointReport) -> str:
             f"{report.not_modified_ratio_to_bare:.2f} of the bare view "
             f"(by CPU {by_cpu('not_modified', 'bare_not_modified'):.2f})",
         ),
-        row("bare Django view, empty 304", report.bare_not_modified, "bare_not_modified", ""),
+        row("bare Django view, 304 with the same headers", report.bare_not_modified, "bare_not_modified", ""),
         row(
             "our endpoint, ?channel=beta, plain",
             report.beta,
@@ -834,7 +854,7 @@ def markdown(report: EndpointReport) -> str:
             f"{report.beta_bytes:,} bytes; {report.beta_ratio_to_bare:.2f} of the bare view "
             f"(by CPU {by_cpu('beta', 'bare_beta'):.2f})",
         ),
-        row("bare Django view, same beta bytes", report.bare_beta, "bare_beta", ""),
+        row("bare Django view, same beta bytes and headers", report.bare_beta, "bare_beta", ""),
         row(
             f"downloads page ({report.page_bytes:,} bytes)",
             report.page,
@@ -881,7 +901,7 @@ def markdown(report: EndpointReport) -> str:
             f"{by_cpu('ours_br', 'bare_br'):.2f}, {by_cpu('ours_gzip', 'bare_gzip'):.2f}); "
             f"the 304 path at least {NOT_MODIFIED_TARGET:g} x the plain 200 path (measured "
             f"{report.not_modified_ratio:.2f}, by CPU {by_cpu('not_modified', 'ours'):.2f}; a bare view's "
-            f"empty 304 makes {_ratio(report.bare_not_modified, report.ours):.2f} x); "
+            f"304 makes {_ratio(report.bare_not_modified, report.ours):.2f} x); "
             f"a page view about what an endpoint request costs (measured: the page {page_ratio:.2f}, "
             f"a redirect {redirect_ratio:.2f} of our plain endpoint; by CPU {by_cpu('page', 'ours'):.2f}, "
             f"{by_cpu('redirect', 'ours'):.2f}); "

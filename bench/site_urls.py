@@ -3,9 +3,9 @@ file named by ``BENCH_BARE_BODY_FILE`` (the endpoint's own answer, saved by the 
 once per process at its first request, and ``/bench/bare/br`` and ``/bench/bare/gzip``, the same
 for that file's compressed forms (``<file>.br``, ``<file>.gzip``) with their Content-Encoding;
 ``/bench/bare/304`` answers 304 with nothing. They are the floor our endpoint is compared with.
-Where ``BENCH_BARE_HEADERS_FILE`` names a file (``--signing``), each also sends the headers it
-lists for it, read once per process: the signed endpoint's signature, ETag, Cache-Control and
-Vary, precomputed."""
+Where ``BENCH_BARE_HEADERS_FILE`` names a file, each also sends the headers it lists for it,
+read once per process: the endpoint's ETag, Cache-Control and Vary (and, on the signed server,
+its signature), precomputed, so each bare view sends the endpoint's whole answer."""
 
 from __future__ import annotations
 
@@ -62,7 +62,9 @@ def bare_coded(coding: str) -> Callable[[HttpRequest], HttpResponse]:
 
 
 def bare_beta(request: HttpRequest) -> HttpResponse:
-    return HttpResponse(_body(f".{BARE_BETA}"), content_type="application/json")
+    return _with_headers(
+        HttpResponse(_body(f".{BARE_BETA}"), content_type="application/json"), f".{BARE_BETA}"
+    )
 
 
 def bare_not_modified(request: HttpRequest) -> HttpResponse:
