@@ -23,6 +23,7 @@ from collections.abc import Callable
 from django.db import close_old_connections, router
 
 from craft_apps.controls import Control
+from craft_apps.instants import datetime_to_ms
 from craft_apps.notices.models import AppChannel, ReleaseControl
 from craft_apps.text import one_line
 
@@ -48,9 +49,21 @@ def read_controls(using: str | None = None) -> tuple[Control, ...]:
 
 def read_history_apps(using: str | None = None) -> frozenset[str]:
     """The keys of the apps that need their release history: on beta, or with a control. Two queries."""
+    return frozenset(read_history_needs(using))
+
+
+def read_history_needs(using: str | None = None) -> dict[str, int]:
+    """Each app that needs its release history, with when its newest setting that needs it was
+    written (Unix ms, the database's clock): on beta, or with a control. Two queries."""
     db = using or router.db_for_read(AppChannel)
-    controlled = ReleaseControl._default_manager.using(db).values_list("app_key", flat=True)
-    return read_beta_apps(db) | frozenset(controlled)
+    rows = [
+        *AppChannel._default_manager.using(db).filter(beta=True).values_list("app_key", "updated_at"),
+        *ReleaseControl._default_manager.using(db).values_list("app_key", "updated_at"),
+    ]
+    needs: dict[str, int] = {}
+    for key, updated in rows:
+        needs[key] = max(needs.get(key, 0), datetime_to_ms(updated))
+    return needs
 
 
 class HistoryApps:
@@ -69,8 +82,16 @@ class HistoryApps:
         self._read_at = float("-inf")
         self._lock = threading.Lock()
         self._known: frozenset[str] = frozenset()
+        self._since: dict[str, int] = {}
         self._reading: threading.Thread | None = None
         self._failing = False
+
+    def since(self) -> dict[str, int]:
+        """When each app's need was last written, as the last read left it (no read of its
+        own): the poller asks the first list of an app once per such instant, and any host's
+        request about the app after it answers that for the whole fleet."""
+        with self._lock:
+            return dict(self._since)
 
     def __call__(self) -> frozenset[str]:
         return self.beta_apps()
@@ -94,14 +115,15 @@ class HistoryApps:
 
     def _read(self) -> None:
         try:
-            found = read_history_apps()
+            since = read_history_needs()
+            found = frozenset(since)
         except Exception as err:  # the poller polls on, with what it knew
             self._trouble(f"{type(err).__name__}: {err}")
             return
         finally:
             close_old_connections()
         with self._lock:
-            self._known, recovered, self._failing = found, self._failing, False
+            self._known, self._since, recovered, self._failing = found, since, self._failing, False
         if recovered:
             logger.info("Craft apps channels: the database is readable again")
 

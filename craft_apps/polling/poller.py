@@ -125,7 +125,6 @@ class Poller:
         self.history: dict[str, tuple[Release, ...]] = {}
         self.history_fetch: dict[str, HistoryFetch] = {}
         self._history_unpublished: set[str] = set()
-        self._first_list_asked: dict[str, int] = {}  # when a list was asked before the app was due
         self.rules: ReleaseRules = github  # judges stored releases again (``_rejudged``)
         self.host = host
         self.fence = fence
@@ -192,21 +191,11 @@ class Poller:
         if self.backoff.is_active(now_ms):
             report.backing_off = True
             return report
+        self._ask_first_lists(now_ms)
         due = [app for app in self.config.apps if self._is_due(app.key, now_ms)]
-        # An app that came to need history (a release control, beta turned on) has its list
-        # asked at this tick, not at its next due round: a yank of its latest falls back to the
-        # release before within a tick, not an interval.
-        needs = self.needs_history()
-        first_lists = [
-            app for app in self.config.apps if app.key in needs and self._first_list_due(app, due, now_ms)
-        ]
-        if not due and not first_lists:
+        if not due:
             return report
         report.mode = self._poll_round(due, mode, report)
-        for app in first_lists:
-            self._first_list_asked[app.key] = now_ms
-            if not self._ask_list(app, report.mode, report):
-                break
         if report.round.requests() == 0 or self.fence_lost:
             return report
         self._update_backoff(report.round, report.mode)
@@ -242,15 +231,25 @@ class Poller:
                 break
         return mode
 
-    def _first_list_due(self, app: AppSpec, due: list[AppSpec], now_ms: int) -> bool:
-        """Whether to ask the list of an app that needs history though its latest isn't due:
-        its history never came from the list (here or from the fleet), and the last such ask,
-        if it failed, was an interval ago (a list that keeps failing costs what a due app does)."""
-        fetch = self.history_fetch.get(app.key)
-        if app in due or (fetch is not None and fetch.fetched_ms is not None and fetch.repo == app.repo):
-            return False
-        asked = self._first_list_asked.get(app.key)
-        return asked is None or now_ms - asked >= self.config.interval_ms
+    def _ask_first_lists(self, now_ms: int) -> None:
+        """An app that came to need history (a release control, beta turned on) whose history
+        never came from GitHub's list (here or from the fleet) is asked for at once, as a
+        refresh is: the fleet's claim makes one host ask its latest and its list, at this tick
+        rather than at its next due round, so a yank of its latest falls back to the release
+        before within a tick. ``needs_history`` gives the instants with its ``since`` (the
+        database's ``HistoryApps`` does); without it nothing is asked ahead."""
+        since = getattr(self.needs_history, "since", None)
+        if not callable(since):
+            return  # a set without times (the benchmarks', the tests'): asked when due
+        self.needs_history()  # reads anew when its last read is old, as every round's ask
+        for key, needed_ms in since().items():
+            fetch = self.history_fetch.get(key)
+            repo = self._repos.get(key)
+            if repo is None or (fetch is not None and fetch.fetched_ms is not None and fetch.repo == repo):
+                continue
+            # As a refresh marked at the instant the need was written: a request about the app
+            # started since, by any host (its claim), answers it; one host of the fleet asks.
+            self.requests.take(key, needed_ms, now_ms)
 
     def _ask_list(self, app: AppSpec, mode: PollMode, report: TickReport) -> bool:
         """Asks GitHub's release list of an app that needs history, right after its latest (so

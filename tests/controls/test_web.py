@@ -127,3 +127,47 @@ def test_a_yank_of_the_latest_of_an_app_without_history_serves_the_release_befor
     fake_clock.advance(31)  # the poller's next tick
     poller.tick()
     assert answer(client).latest == "v1.2.0"
+
+
+class NeedsSince:
+    """What ``HistoryApps`` gives a poller: the apps that need history, and since when."""
+
+    def __init__(self) -> None:
+        self.needs: dict[str, int] = {}
+
+    def __call__(self) -> frozenset[str]:
+        return frozenset(self.needs)
+
+    def since(self) -> dict[str, int]:
+        return dict(self.needs)
+
+
+def test_a_fleet_asks_the_first_list_of_an_app_that_came_to_need_history_once(
+    tmp_path: Path, github: FakeGitHub, fake_clock: FakeClock, redis_client
+):
+    """Two hosts with a real Redis: the need is a refresh marked at the instant it was written,
+    so the first host's claim answers it for both, and GitHub's list is asked once."""
+    from craft_apps.fleet.store import SharedStore
+
+    needs = NeedsSince()
+    hosts = [
+        host_poller(tmp_path / name, github, fake_clock, needs, SharedStore(redis_client, hostname=name))
+        for name in ("host-a", "host-b")
+    ]
+    for host in hosts:
+        host.tick()
+    require(len([r for r in github.requests if r.path.endswith("/latest")]) == 1, "one latest for the fleet")
+    github.reset_requests()
+    fake_clock.advance(5)
+    needs.needs["photocraft"] = fake_clock.now_ms()  # a control written now
+    fake_clock.advance(31)
+    for _ in range(3):
+        for host in hosts:
+            host.tick()
+            fake_clock.advance(1)  # the hosts' ticks a second apart, as a fleet's are
+        fake_clock.advance(31)
+    lists = [r for r in github.requests if "/releases?" in r.path or r.path.endswith("/releases")]
+    assert len(lists) == 1, [r.path for r in github.requests]
+    assert all(host.history_fetch["photocraft"].fetched_ms is not None for host in hosts), (
+        "both hold the list"
+    )

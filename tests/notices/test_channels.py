@@ -111,15 +111,15 @@ def test_the_pollers_read_is_bounded_and_keeps_the_last_set(monkeypatch, caplog)
     monotonic = Monotonic()
     beta = HistoryApps(bound_s=0.05, monotonic=monotonic)
     AppChannel.objects.create(app_key="photocraft", beta=True)
-    monkeypatch.setattr(channels, "read_history_apps", lambda: frozenset({"photocraft"}))
+    monkeypatch.setattr(channels, "read_history_needs", lambda: {"photocraft": 1})
     assert beta() == {"photocraft"}
     release = threading.Event()
 
-    def hanging() -> frozenset[str]:
+    def hanging() -> dict[str, int]:
         release.wait(10)
-        return frozenset({"late"})
+        return {"late": 1}
 
-    monkeypatch.setattr(channels, "read_history_apps", hanging)
+    monkeypatch.setattr(channels, "read_history_needs", hanging)
     assert beta() == {"photocraft"}, "read less than a second ago: no read"
     with caplog.at_level(logging.INFO, logger="craft_apps.notices.channels"):
         monotonic.advance(1.0)
@@ -129,7 +129,7 @@ def test_the_pollers_read_is_bounded_and_keeps_the_last_set(monkeypatch, caplog)
         release.set()
         beta._reading.join(10)  # type: ignore[union-attr]
         monotonic.advance(1.0)
-        monkeypatch.setattr(channels, "read_history_apps", lambda: frozenset({"photocraft", "new"}))
+        monkeypatch.setattr(channels, "read_history_needs", lambda: {"photocraft": 1, "new": 2})
         assert beta() == {"photocraft", "new"}
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.channels"]
     assert len(lines) == 2, lines
