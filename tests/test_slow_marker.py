@@ -1,5 +1,6 @@
-"""The ``slow`` mark means something: ``bash .ci/test --dev`` leaves its tests out, while the
-matrix (noxfile.py, which CI runs through ``bash .ci/test``) selects nothing away."""
+"""The ``slow`` mark means something: ``bash .ci/test --dev`` leaves its tests out; the matrix
+(noxfile.py, which CI runs through ``bash .ci/test``) runs every test on the oldest pair, the
+development pair and the newest pair, and the tests not marked slow on every other pair."""
 
 from __future__ import annotations
 
@@ -20,9 +21,17 @@ def test_the_dev_run_leaves_out_the_slow_tests_and_the_matrix_runs_every_test(
     # The mark comes before the caller's arguments, so a later `-m ""` runs everything.
     assert re.search(r'-m "not slow" "\$\{args\[@\]\}"', dev_pytest), dev_pytest
 
-    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
-    [matrix_pytest] = [line for line in noxfile.splitlines() if 'session.run("pytest"' in line]
-    assert '"-m"' not in matrix_pytest and "slow" not in matrix_pytest
+    import noxfile
+
+    pairs = [f"{python}-{django}" for python, django in noxfile.PAIRS]
+    first, last = pairs[0], pairs[-1]
+    assert {first, "3.11-5.2", last} == noxfile.EVERY_TEST_PAIRS, "the ends of the matrix and the dev pair"
+    assert (first, last) == ("3.10-4.2", "3.13-6.0")
+    source = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    [matrix_pytest] = [line for line in source.splitlines() if 'session.run("pytest"' in line]
+    # The pair's selection comes before the caller's arguments, so a later -m wins.
+    assert matrix_pytest.strip() == 'session.run("pytest", "-q", "-n", "2", *only, *session.posargs)'
+    assert 'only = [] if pair in EVERY_TEST_PAIRS else ["-m", "not slow"]' in source
     assert "-m" not in str(pytestconfig.getini("addopts")).split()
 
     markers = [str(line) for line in pytestconfig.getini("markers")]
