@@ -239,22 +239,16 @@ def pinned(requirements: str, name: str) -> str:
 
 
 def django_replaced(python: Path, wanted: list[str], report: Path, offline: bool) -> bool:
-    """Whether ``pip install wanted`` (a dry run) would install another Django."""
+    """Whether ``pip install wanted`` (a dry run) would install another Django; offline, False
+    too when the wheelhouse lacks something ``wanted`` needs (a fresh clone's, before any other
+    test filled it): the caller then downloads it and asks again."""
     where = ["--no-index", "--find-links", str(WHEELHOUSE)] if offline else []
-    run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--dry-run",
-            "--report",
-            str(report),
-            *where,
-            *wanted,
-        ]
-    )
+    command = [str(python), "-m", "pip", "install", "--quiet", "--dry-run", "--report", str(report)]
+    if offline:
+        if subprocess.run([*command, *where, *wanted], capture_output=True).returncode != 0:
+            return False
+    else:
+        run([*command, *wanted])
     names = {item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]}
     return "django" in names
 

@@ -647,6 +647,16 @@ class _Server(ThreadingHTTPServer):
         self._connections: set[socket.socket] = set()
         self._handlers: set[threading.Thread] = set()
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """ThreadingMixIn's, with the thread known before it starts: ``join_handlers`` waits for
+        a connection accepted just before ``stop`` too."""
+        thread = threading.Thread(
+            target=self.process_request_thread, args=(request, client_address), daemon=True
+        )
+        with self._live_lock:
+            self._handlers.add(thread)
+        thread.start()
+
     def track(self, connection: socket.socket) -> None:
         with self._live_lock:
             self._connections.add(connection)
@@ -668,11 +678,15 @@ class _Server(ThreadingHTTPServer):
     def join_handlers(self, timeout: float) -> int:
         """Waits for the handler threads; returns how many are still running."""
         deadline = time.monotonic() + timeout
-        with self._live_lock:
-            handlers = list(self._handlers)
-        for thread in handlers:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        return sum(thread.is_alive() for thread in handlers)
+        while True:
+            # Again after each round: a connection accepted just before the shutdown may have
+            # registered its thread after the first look.
+            with self._live_lock:
+                handlers = [thread for thread in self._handlers if thread.is_alive()]
+            if not handlers or time.monotonic() >= deadline:
+                return len(handlers)
+            for thread in handlers:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up mid-answer is normal here (timeouts, size limits).
