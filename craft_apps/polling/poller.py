@@ -574,9 +574,8 @@ class Poller:
         if self.fence_lost:
             return
         try:
-            for key in sorted(self._unpublished):
-                self.host.put_app(key, self.memory[key], fence=self.fence)
-                self._unpublished.discard(key)
+            # The histories before the apps: a reader between the two writes never sees an app
+            # fetched without the releases its controls fall back to (a new host's first answer).
             for key in sorted(self._history_unpublished):
                 fetch = self.history_fetch.get(key, HistoryFetch())
                 self.host.put_history(
@@ -588,6 +587,9 @@ class Poller:
                     repo=self._repos[key],
                 )
                 self._history_unpublished.discard(key)
+            for key in sorted(self._unpublished):
+                self.host.put_app(key, self.memory[key], fence=self.fence)
+                self._unpublished.discard(key)
             if self._backoff_unpublished:
                 self.host.put_backoff(self.backoff, fence=self.fence)
                 self._backoff_unpublished = False
