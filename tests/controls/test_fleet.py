@@ -8,17 +8,14 @@ fetched from the GitHub stand-in."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from craft_apps.compat import UTC
 from craft_apps.domain import PollMode
 from craft_apps.fleet.store import SharedStore
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.controls.support import Served, burst, host_poller, require, site_env, yank
 from tests.fleet.server import RedisServer
@@ -29,17 +26,7 @@ from tests.support import ONE_AT_A_TIME, PHOTOCRAFT
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
 
-DAY = datetime(2026, 10, 8, tzinfo=UTC)
 HISTORY_KEY = "craftApps:releases:history:photocraft"
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    """photocraft's v1.1.0, v1.2.0 and v1.3.0, the latest."""
-    with FakeGitHub() as server:
-        for day, version in enumerate(("1.1.0", "1.2.0", "1.3.0")):
-            server.publish(PHOTOCRAFT.repo, demo_release(PHOTOCRAFT, version, DAY + timedelta(days=day)))
-        yield server
 
 
 def fleet_env(github: FakeGitHub, redis: RedisServer, database: dict[str, str]) -> dict[str, str]:

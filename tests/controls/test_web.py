@@ -5,18 +5,14 @@ GitHub stand-in (the app needs it because it has a control: ``HistoryApps`` read
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from django.test import Client
 
-from craft_apps.compat import UTC
 from craft_apps.domain import AppState
 from craft_apps.notices.channels import HistoryApps
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.controls.support import (
     V110,
@@ -72,18 +68,6 @@ def test_a_yank_of_the_release_in_rollout_ends_the_rollout_everywhere(web: Path)
         assert (yanked.latest, yanked.rollout) == ("v1.2.0", None), query
         assert not yanked.mentions("v1.3.0") and b'"rollout"' not in yanked.body
     nothing_points_at(client, "1.3.0")
-
-
-DAY = datetime(2026, 10, 8, tzinfo=UTC)
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    """photocraft's v1.1.0, v1.2.0 and v1.3.0, the latest."""
-    with FakeGitHub() as server:
-        for day, version in enumerate(("1.1.0", "1.2.0", "1.3.0")):
-            server.publish(PHOTOCRAFT.repo, demo_release(PHOTOCRAFT, version, DAY + timedelta(days=day)))
-        yield server
 
 
 @pytest.mark.django_db(transaction=True)  # HistoryApps reads the database in a thread of its own
