@@ -49,6 +49,7 @@ from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_p
 from craft_apps.host.observe import HostView
 from craft_apps.instants import datetime_to_ms
 from craft_apps.notices import feed as notices_feed
+from craft_apps.notices import kept_controls
 from craft_apps.source import DROP_REASONS
 
 logger = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def registry() -> CollectorRegistry:
     if directory:
         MultiProcessCollector(built, path=directory)  # type: ignore[no-untyped-call]
     else:
-        for own in (ANSWERS, notices_feed.LOOK_FAILURES, notices_feed.LEFT_OUT):
+        for own in (ANSWERS, notices_feed.LOOK_FAILURES, notices_feed.LEFT_OUT, kept_controls.FAILURES):
             built.register(own)
     return built
 

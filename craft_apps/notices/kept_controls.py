@@ -6,7 +6,8 @@ restart. So each look that reads the controls writes them here when they differ 
 the file holds (``release_controls.json`` beside the state file, replaced whole, atomically),
 and a process that has never read the database applies the file's before it asks the
 database. The database always wins once it answers. The file holds nothing secret; anything
-it holds that doesn't read as controls is refused whole (one line logged) and treated as none.
+it holds that doesn't read as controls is refused whole and treated as none: one line logged,
+``FAILURES`` counted, and ``inspect`` says why to ``craft_apps_status``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import json
 import logging
 import os
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+
+from prometheus_client import Counter
 
 from craft_apps.controls import ACTIONS, Control, Step
 from craft_apps.domain import is_stored_time
@@ -26,6 +30,14 @@ logger = logging.getLogger(__name__)
 FILE_NAME = "release_controls.json"
 FORMAT_VERSION = 1
 MAX_BYTES = 1 << 20  # far above any real set of controls; a bigger file is not ours
+
+FAILURES = Counter(
+    "craft_apps_kept_controls_failures",
+    "Reads and writes of the release controls kept in the state directory that failed, or "
+    "found a file that isn't ours (refused whole), by operation.",
+    ["operation"],
+    registry=None,
+)
 
 
 def encode(controls: tuple[Control, ...]) -> str:
@@ -79,6 +91,43 @@ def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 100
 
 
+def _read(path: Path) -> tuple[tuple[Control, ...], str]:
+    """The controls the file at ``path`` holds, and its text. Raises FileNotFoundError, another
+    OSError, or ValueError for a file that isn't ours."""
+    with path.open("rb") as file:
+        raw = file.read(MAX_BYTES + 1)
+    if len(raw) > MAX_BYTES:
+        raise ValueError(f"over {MAX_BYTES} bytes")
+    text = raw.decode("utf-8")
+    return decode(text), text
+
+
+def _reason(err: Exception) -> str:
+    return one_line(f"{type(err).__name__}: {err}", 300)
+
+
+@dataclass(frozen=True)
+class KeptFile:
+    """What ``inspect`` found: the file's path, and its controls or why they can't be read."""
+
+    path: Path
+    exists: bool
+    controls: tuple[Control, ...] | None = None  # None: absent or refused
+    problem: str | None = None
+
+
+def inspect(directory: Path) -> KeptFile:
+    """Reads the file in ``directory`` as a web process would; logs nothing, never raises."""
+    path = directory / FILE_NAME
+    try:
+        controls, _ = _read(path)
+    except FileNotFoundError:
+        return KeptFile(path, exists=False)
+    except (OSError, ValueError) as err:
+        return KeptFile(path, exists=path.exists(), problem=_reason(err))
+    return KeptFile(path, exists=True, controls=controls)
+
+
 class KeptControls:
     """The file in one state directory: ``load`` and ``save`` never raise; a failure is one
     line logged when it starts (and again after a success)."""
@@ -91,12 +140,7 @@ class KeptControls:
     def load(self) -> tuple[Control, ...] | None:
         """The kept controls; None when there is no file or it can't be read."""
         try:
-            with self.path.open("rb") as file:
-                raw = file.read(MAX_BYTES + 1)
-            if len(raw) > MAX_BYTES:
-                raise ValueError(f"over {MAX_BYTES} bytes")
-            text = raw.decode("utf-8")
-            controls = decode(text)
+            controls, text = _read(self.path)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as err:  # JSON and UTF-8 errors are ValueErrors
@@ -121,11 +165,12 @@ class KeptControls:
                 Path(temporary).unlink(missing_ok=True)
                 raise
         except OSError as err:
-            self._trouble("written", err)
+            self._trouble("write", err)
             return
         self._saved, self._failing = text, False
 
-    def _trouble(self, verb: str, err: Exception) -> None:
+    def _trouble(self, operation: str, err: Exception) -> None:
+        FAILURES.labels(operation).inc()
         if self._failing:
             return
         self._failing = True
@@ -133,6 +178,6 @@ class KeptControls:
             "Craft apps release controls: %s can't be %s (%s); a web process started while the "
             "database can't be read serves without the controls until it can",
             self.path,
-            verb,
-            one_line(f"{type(err).__name__}: {err}", 300),
+            "read" if operation == "read" else "written",
+            _reason(err),
         )

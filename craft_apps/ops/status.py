@@ -11,7 +11,8 @@ served now from the site's database, and those the served bound leaves out.
 (``notices.channels.read_controls``, as the web processes' feed reads them), and
 ``read_served`` says what each channel serves each app now with them: it is made by the
 endpoint's own ``AnswerCache`` from the host's state file, so the status can't disagree with
-the answer about the rule.
+the answer about the rule. ``read_kept_controls`` reads the controls the web processes keep in
+the state directory (``notices.kept_controls``), as one of them would at its start.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_t
 from craft_apps.notices.channels import read_beta_apps, read_controls
 from craft_apps.notices.feed import load_scheduled
 from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES
+from craft_apps.notices.kept_controls import inspect as inspect_kept_controls
 from craft_apps.notices.models import NoticesVersion
 from craft_apps.polling.schedule import REFRESH_GAP_MS, due_at_ms, last_answer_ms
 from craft_apps.text import one_line
@@ -172,6 +174,22 @@ def read_release_controls() -> ControlsRead:
         return ControlsRead(problem=one_line(f"{type(err).__name__}: {err}", 300))
 
 
+def read_kept_controls(state_dir: Path, database: ControlsRead) -> dict[str, Any]:
+    """The file of the controls the web processes last read: how many it holds, whether they
+    are the database's (null: the database can't be read), or why it is refused."""
+    kept = inspect_kept_controls(state_dir)
+    held = kept.controls
+    return {
+        "path": str(kept.path),
+        "exists": kept.exists,
+        "controls": None if held is None else len(held),
+        "matches_database": None
+        if held is None or database.problem is not None
+        else sorted(held, key=repr) == sorted(database.controls, key=repr),
+        "problem": kept.problem,
+    }
+
+
 Served = dict[str, dict[str, Any]]  # app key -> channel -> what it is served
 
 
@@ -218,12 +236,14 @@ def status_document(
     beta: frozenset[str] | None = frozenset(),
     controls: ControlsRead | None = None,
     served: Served | None = None,
+    kept: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole status as JSON-ready data (the ``--json`` format, version ``FORMAT``);
     ``host_marks``: the refreshes asked for on the host's state file (``read_host_marks``);
     ``beta``: the apps whose beta channel is on (``read_beta_channels``; None: unknown);
     ``controls``: the release controls (``read_release_controls``; None: not read);
-    ``served``: what each channel serves each app (``read_served``; None: unknown)."""
+    ``served``: what each channel serves each app (``read_served``; None: unknown);
+    ``kept``: the controls kept in the state directory (``read_kept_controls``; None: not read)."""
     counters = view.counters
     problems = health_problems(view, policy, now_ms)
     document = {
@@ -253,6 +273,8 @@ def status_document(
     if controls is not None:
         document["release_controls"] = None if controls.problem else _controls(view, apps, controls, now_ms)
         document["release_controls_problem"] = controls.problem
+    if kept is not None:
+        document["kept_controls"] = dict(kept)
     return document
 
 
@@ -646,6 +668,8 @@ def _health_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
         facts.append(("notices", _notices_text(notices)))
     if "release_controls" in doc:
         facts.append(("controls", _controls_fact(doc)))
+    if "kept_controls" in doc:
+        facts.append(("kept controls", _kept_fact(doc["kept_controls"])))
     health = doc["health"]
     facts.append(("health", health["status"]))
     facts += [("", f"{problem['rule']}: {problem['detail']}") for problem in health["problems"]]
@@ -679,6 +703,20 @@ def _controls_fact(doc: Mapping[str, Any]) -> str:
     if in_force < len(controls):
         text += f", {len(controls) - in_force} complete"
     return text + (f", {unknown} waiting for their release (below)" if unknown else " (below)")
+
+
+def _kept_fact(kept: Mapping[str, Any]) -> str:
+    if kept["problem"] is not None:
+        return (
+            f"refused ({kept['problem']}); a web process started while the database can't be "
+            "read serves without controls until it can"
+        )
+    if not kept["exists"]:
+        return "no file yet (a web process writes one when it reads a control from the database)"
+    text = f"{kept['controls']} in {kept['path']}"
+    if kept["matches_database"] is False:
+        text += "; not the database's yet (the web processes write them within about a second)"
+    return text
 
 
 def _next_due_text(app: Mapping[str, Any], relative: _Relative) -> str:

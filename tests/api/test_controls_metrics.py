@@ -111,3 +111,13 @@ def test_the_status_says_what_the_endpoint_answers_on_each_channel(site: Path, c
                 if rollout is None
                 else {"tag": rollout["release"]["tag"], "percentage": rollout["percentage"]},
             }, (channel, app["key"])
+
+
+def test_a_kept_controls_file_that_isnt_ours_is_counted(site: Path, client: Client):
+    from craft_apps.notices.kept_controls import FAILURES, FILE_NAME, inspect
+
+    (site / FILE_NAME).write_text("not the controls")
+    before = FAILURES.labels("read")._value.get()
+    samples = scrape(client)  # the process's first look reads the file before the database
+    assert samples["craft_apps_kept_controls_failures_total"][labels(operation="read")] == before + 1
+    assert inspect(site).problem is None, "the database's controls (none) replaced it"

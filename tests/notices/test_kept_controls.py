@@ -12,7 +12,15 @@ import pytest
 
 from craft_apps.controls import ROLLOUT, YANK, Control, Step
 from craft_apps.notices.feed import NoticesFeed
-from craft_apps.notices.kept_controls import FILE_NAME, KeptControls, decode, encode
+from craft_apps.notices.kept_controls import (
+    FAILURES,
+    FILE_NAME,
+    KeptControls,
+    KeptFile,
+    decode,
+    encode,
+    inspect,
+)
 from craft_apps.notices.models import ReleaseControl
 from craft_apps.testing.clock import FakeClock
 from tests.notices.support import Monotonic, database_unreachable
@@ -95,11 +103,13 @@ def test_no_controls_and_no_file_writes_nothing(kept_dir: Path, fake_clock: Fake
         ).encode(),
     ],
 )
+@pytest.mark.django_db(transaction=True)  # the database is opened again after the block
 def test_a_file_that_isnt_ours_is_refused_whole_with_one_line(
     kept_dir: Path, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture, content: bytes
 ) -> None:
     (kept_dir / FILE_NAME).write_bytes(content)
     feed = new_feed(fake_clock)
+    counted = FAILURES.labels("read")._value.get()
     with caplog.at_level(logging.WARNING), database_unreachable():
         feed.current()
         feed.clear()
@@ -108,6 +118,14 @@ def test_a_file_that_isnt_ours_is_refused_whole_with_one_line(
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.kept_controls"]
     assert len(lines) == 1, lines
     assert f"{kept_dir / FILE_NAME} can't be read (" in lines[0]
+    assert FAILURES.labels("read")._value.get() == counted + 2, "each refusal counted, logged once"
+    found = inspect(kept_dir)
+    assert (found.exists, found.controls) == (True, None) and found.problem, "and the status says why"
+    assert found.problem.split(":")[0] in lines[0]
+
+    feed.clear()
+    feed.current()  # the database answers again: its controls (none) replace the refused file
+    assert inspect(kept_dir) == KeptFile(kept_dir / FILE_NAME, exists=True, controls=())
 
 
 def test_a_rollout_with_its_schedule_and_pause_reads_back() -> None:
@@ -126,8 +144,10 @@ def test_a_directory_that_cant_be_written_is_one_line_and_the_controls_still_app
     blocked = tmp_path / "file-not-directory"
     blocked.write_text("")
     kept = KeptControls(blocked)
+    counted = FAILURES.labels("write")._value.get()
     with caplog.at_level(logging.WARNING):
         kept.save((Control("photocraft", YANK, "v1.3.0"),))
         kept.save((Control("photocraft", YANK, "v1.2.0"),))
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.kept_controls"]
     assert len(lines) == 1 and "can't be written" in lines[0]
+    assert FAILURES.labels("write")._value.get() == counted + 2

@@ -177,3 +177,45 @@ def test_a_state_file_that_cant_be_read_leaves_the_tags_unknown(settings, state_
     assert {c["tag_known"] for c in doc["release_controls"]} == {None}
     assert all(app["served"] is None for app in doc["apps"])
     assert "unknown whether the host knows the tag (the state file can't be read)" in status()
+
+
+@pytest.mark.django_db
+def test_the_controls_kept_for_a_web_process_show_and_whether_they_are_the_databases(host: Path):
+    from craft_apps.notices.channels import read_controls
+    from craft_apps.notices.kept_controls import FILE_NAME, KeptControls
+
+    create_controls()
+    doc = json.loads(status("--json"))
+    assert doc["kept_controls"] == {
+        "path": str(host / FILE_NAME),
+        "exists": False,
+        "controls": None,
+        "matches_database": None,
+        "problem": None,
+    }
+    assert "kept controls    no file yet (a web process writes one when it reads a control" in status()
+
+    KeptControls(host).save(read_controls()[1:])  # a web process's last look, one control ago
+    doc = json.loads(status("--json"))
+    assert (doc["kept_controls"]["controls"], doc["kept_controls"]["matches_database"]) == (5, False)
+    assert f"kept controls    5 in {host / FILE_NAME}; not the database's yet" in status()
+
+    KeptControls(host).save(read_controls())
+    assert json.loads(status("--json"))["kept_controls"]["matches_database"] is True
+    assert f"kept controls    6 in {host / FILE_NAME}\n" in status()
+
+
+@pytest.mark.django_db
+def test_a_kept_file_that_isnt_ours_is_one_line_in_the_status(host: Path):
+    from craft_apps.notices.kept_controls import FILE_NAME
+
+    (host / FILE_NAME).write_text('{"v": 1, "controls": [{"app_key": "photocraft"}]}')
+    doc = json.loads(status("--json"))
+    kept = doc["kept_controls"]
+    assert (kept["exists"], kept["controls"], kept["matches_database"]) == (True, None, None)
+    assert kept["problem"] == "ValueError: a control without its key, action, tag or channel"
+    [line] = [line for line in status().splitlines() if line.startswith("kept controls")]
+    assert line == (
+        "kept controls    refused (ValueError: a control without its key, action, tag or channel); "
+        "a web process started while the database can't be read serves without controls until it can"
+    )

@@ -31,6 +31,7 @@ from craft_apps.ops.status import (
     read_beta_channels,
     read_fleet,
     read_host_marks,
+    read_kept_controls,
     read_notices,
     read_release_controls,
     read_served,
@@ -88,6 +89,7 @@ class Command(BaseCommand):
             beta=beta,
             controls=controls,
             served=served,
+            kept=read_kept_controls(app_settings.STATE_DIR, controls),
         )
         if options["json"]:
             self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))
