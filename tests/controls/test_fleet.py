@@ -56,10 +56,6 @@ def wrong(answer: Served) -> bool:
     return answer.fetched and (answer.mentions("v1.3.0") or answer.latest != "v1.2.0")
 
 
-def names_the_yanked(answer: Served) -> bool:
-    return answer.fetched and answer.mentions("v1.3.0")
-
-
 def sample_new_host(
     env: dict[str, str],
     database: dict[str, str],
@@ -118,7 +114,8 @@ def test_a_host_restarted_while_the_database_is_locked_keeps_the_yank_its_worker
     tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client
 ):
     """Its web processes kept the controls they read (``STATE_DIR/release_controls.json``): the
-    restarted ones apply them before the database answers."""
+    restarted ones apply them before the database answers, so every answer that lists the app,
+    from the first, serves the release before the yanked one."""
     yank("v1.3.0")
     with database_for_the_workers() as (database, _):
         env = fleet_env(github, redis_server, database)
@@ -126,6 +123,5 @@ def test_a_host_restarted_while_the_database_is_locked_keeps_the_yank_its_worker
         assert_never_the_yanked(sample_new_host(env, database, tmp_path))
         require((tmp_path / "host-b" / "release_controls.json").exists(), "host B kept the controls")
         with database_locked():
-            answers = sample_new_host(env, database, tmp_path, names_the_yanked)
-    assert_never_the_yanked(answers, names_the_yanked)
-    assert answers[-1].latest == "v1.2.0", "and it serves the release before"
+            answers = sample_new_host(env, database, tmp_path)
+    assert_never_the_yanked(answers)
