@@ -131,7 +131,34 @@ def _bounded_text(max_length: int, **kwargs: Any) -> models.TextField[str, str]:
     return models.TextField(max_length=max_length, validators=[MaxLengthValidator(max_length)], **kwargs)
 
 
-class _Derived(models.Model):
+class _Checked(models.Model):
+    """A row whose ``full_clean`` also refuses, in any field, a value the database can't store
+    and serve as it is (``storable_problem``): that field's error, beside Django's own."""
+
+    class Meta:
+        abstract = True
+
+    def clean_fields(self, exclude: Any = None) -> None:
+        errors: dict[str, Any] = {}
+        try:
+            super().clean_fields(exclude)
+        except ValidationError as err:
+            errors = err.update_error_dict(errors)
+        for f in self._meta.concrete_fields:
+            if f.name in errors or (exclude and f.name in exclude):
+                continue
+            problem = storable_problem(getattr(self, f.attname))
+            if problem is not None:
+                errors[f.name] = [problem]
+        self.check_fields(errors)
+        if errors:
+            raise ValidationError(errors)
+
+    def check_fields(self, errors: dict[str, Any]) -> None:
+        """Adds the model's own checks of single fields to ``errors`` (by field name)."""
+
+
+class _Derived(_Checked):
     """A row with fields derived from the typed ones (``derive``), set again at every save."""
 
     class Meta:
@@ -145,7 +172,7 @@ class _Derived(models.Model):
         raise NotImplementedError
 
 
-class Notice(models.Model):
+class Notice(_Checked):
     """The publish window every item has."""
 
     published = models.BooleanField(
@@ -167,21 +194,6 @@ class Notice(models.Model):
 
     def window(self) -> Window:
         return Window(self.published, self.visible_from, self.visible_until)
-
-    def clean_fields(self, exclude: Any = None) -> None:
-        errors: dict[str, Any] = {}
-        try:
-            super().clean_fields(exclude)
-        except ValidationError as err:
-            errors = err.update_error_dict(errors)
-        for f in self._meta.concrete_fields:
-            if f.name in errors or (exclude and f.name in exclude):
-                continue
-            problem = storable_problem(getattr(self, f.attname))
-            if problem is not None:
-                errors[f.name] = [problem]
-        if errors:
-            raise ValidationError(errors)
 
     def clean(self) -> None:
         super().clean()
@@ -380,17 +392,8 @@ class AppChannel(_Derived):
         self.app_key = (self.app_key or "").lower()
 
     def clean_fields(self, exclude: Any = None) -> None:
-        self.derive()
-        errors: dict[str, Any] = {}
-        try:
-            super().clean_fields(exclude)
-        except ValidationError as err:
-            errors = err.update_error_dict(errors)
-        problem = storable_problem(self.app_key)
-        if problem is not None and "app_key" not in errors:
-            errors["app_key"] = [problem]
-        if errors:
-            raise ValidationError(errors)
+        self.derive()  # the key is checked as it will be stored
+        super().clean_fields(exclude)
 
 
 TAG_MAX = 255  # git allows longer; GitHub's release pages don't
@@ -503,16 +506,11 @@ class ReleaseControl(_Derived):
         )
 
     def clean_fields(self, exclude: Any = None) -> None:
-        self.derive()
-        errors: dict[str, Any] = {}
-        try:
-            super().clean_fields(exclude)
-        except ValidationError as err:
-            errors = err.update_error_dict(errors)
-        for f in ("app_key", "tag", "reason", "schedule"):
-            problem = storable_problem(getattr(self, f))
-            if problem is not None and f not in errors:
-                errors[f] = [problem]
+        self.derive()  # the key is checked as it will be stored
+        super().clean_fields(exclude)
+
+    def check_fields(self, errors: dict[str, Any]) -> None:
+        """The schedule reads as steps, and is kept as the model writes it."""
         if "schedule" not in errors:
             try:
                 parse_schedule(self.schedule or "")
@@ -520,8 +518,6 @@ class ReleaseControl(_Derived):
                 errors["schedule"] = [str(err)]
             else:
                 self.schedule = format_schedule(parse_schedule(self.schedule or ""))
-        if errors:
-            raise ValidationError(errors)
 
     def clean(self) -> None:
         super().clean()

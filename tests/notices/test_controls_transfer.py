@@ -234,3 +234,10 @@ def test_a_tag_the_database_already_holds_is_not_checked_again(host: Path, tmp_p
     exported["release_controls"][0]["tag"] = "v0.3.1"
     [problem] = problems_of(exported, tmp_path)
     assert "photocraft has no release tagged v0.3.1 that this host knows" in problem
+
+
+def test_a_value_the_database_cant_store_is_refused_in_any_field(host: Path, tmp_path: Path):
+    problems = problems_of(
+        document(row(id=1, changed_by="op\x00erator"), row(id=2, tag="v0.5.0", reason="\ud800")), tmp_path
+    )
+    assert [problem.split(": ")[1] for problem in problems] == ["changed_by", "reason"], problems
