@@ -27,7 +27,7 @@ from craft_apps.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.docs_pages import check_offline
-from tests.polling.test_command import APPS
+from tests.polling.processes import APPS
 from tests.support import ONE_AT_A_TIME, free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ from craft_apps.compat import UTC
 from craft_apps.domain import AppState, Release
 from craft_apps.notices.feed import NoticesFeed
 from craft_apps.notices.models import AppChannel
-from tests.api.test_http_caching import decoded
+from tests.api.support import decoded
 from tests.signing.vectors import KEY_A
 from tests.support import RELEASE_INFO_URL as URL
 from tests.support import publish, publish_history, release

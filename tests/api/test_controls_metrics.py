@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from craft_apps.testing.clock import FakeClock
-from tests.api.test_metrics import TOKEN, scrape
+from tests.api.support import TOKEN, scrape
 from tests.notices.support import database_unreachable
 from tests.ops.controls_support import NOW_MS, create_controls, publish_releases
 from tests.support import apps_setting
@@ -96,7 +96,7 @@ def test_the_metrics_read_the_feeds_last_look_while_the_database_cant_be_read(si
 def test_the_status_says_what_the_endpoint_answers_on_each_channel(site: Path, client: Client):
     import json
 
-    from tests.ops.test_controls_status import status
+    from tests.ops.controls_support import status
 
     create_controls()
     doc = json.loads(status("--json"))

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
-from dataclasses import dataclass
 from pathlib import Path
 
 import brotli
@@ -15,43 +13,12 @@ import pytest
 from django.test import Client, override_settings
 
 from bench.endpoint import ENDPOINT_PATH, fill_state, gunicorn_command, running, site_env
-from bench.launcher import SERVER_HEADERS, request_bytes, response_bytes
+from bench.launcher import request_bytes, response_bytes
 from craft_apps.api import caching
+from tests.api.support import exchange
 from tests.support import free_port
 
 URL = "/" + ENDPOINT_PATH
-SERVER_HEADER_NAMES = {name.lower() for name, _ in SERVER_HEADERS}
-
-
-@dataclass(frozen=True)
-class Exchange:
-    sent: int
-    received: int
-    status: int
-    headers: dict[str, str]  # lowercased names, the application's and the server's
-    body: bytes
-
-    def app_headers(self) -> list[tuple[str, str]]:
-        return [(k, v) for k, v in self.headers.items() if k not in SERVER_HEADER_NAMES]
-
-
-def exchange(port: int, headers: list[tuple[str, str]], method: str = "GET") -> Exchange:
-    """One request on a fresh connection, read until the server closes it."""
-    lines = [f"{method} {URL} HTTP/1.1", *(f"{k}: {v}" for k, v in headers)]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
-        connection.sendall(request)
-        chunks = []
-        while chunk := connection.recv(65536):
-            chunks.append(chunk)
-    raw = b"".join(chunks)
-    head, _, body = raw.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parsed = {}
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        parsed[name.strip().lower()] = value.strip()
-    return Exchange(len(request), len(raw), int(status_line.split()[1]), parsed, body)
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ and a site that also has Django's GZipMiddleware."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import re
@@ -20,37 +19,14 @@ from django.test import Client, override_settings
 
 from craft_apps.api import representation
 from craft_apps.api.representation import BROTLI_BEST_QUALITY, BROTLI_FAST_QUALITY, EncodedAnswer, Refiner
-from craft_apps.domain import AppState
+from tests.api.support import T0, decoded, warm
 from tests.support import RELEASE_INFO_URL as URL
-from tests.support import apps_setting, publish, release
+from tests.support import apps_setting
 
-T0 = 1_790_000_000_000
 BOTH = ("photocraft", "artcraft-launcher")
 WEAK_ETAG = re.compile(r'W/"[A-Za-z0-9_-]{16}"')
 SAME_ON_EVERY_ANSWER = ("ETag", "Cache-Control", "Vary")
 CACHEABLE = "public, max-age=60, stale-while-revalidate=300, stale-if-error=86400"
-
-
-def warm(state_dir: Path, *, version: str = "0.5.0", fetched_ms: int = T0) -> None:
-    """Both apps fetched at ``fetched_ms``; photocraft at ``version``."""
-    publish(
-        state_dir,
-        {
-            "photocraft": AppState(latest_release=release(version), fetched_ms=fetched_ms),
-            "artcraft-launcher": AppState(latest_release=None, fetched_ms=fetched_ms + 7),
-        },
-    )
-
-
-def decoded(response) -> bytes:
-    content = bytes(response.content)
-    coding = response.get("Content-Encoding")
-    if coding == "br":
-        return bytes(brotli.decompress(content))
-    if coding == "gzip":
-        return gzip.decompress(content)
-    assert coding is None, coding
-    return content
 
 
 def plain(client: Client) -> bytes:

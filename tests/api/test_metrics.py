@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from django.test import Client
-from prometheus_client.parser import text_string_to_metric_families
 
 from craft_apps.checks import configuration_problems
 from craft_apps.domain import AppState, Backoff, GitHubQuota
@@ -17,11 +16,10 @@ from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.instants import datetime_to_ms
 from craft_apps.testing.clock import FakeClock
+from tests.api.support import METRICS_URL as URL
+from tests.api.support import TOKEN, scrape
 from tests.fleet.helpers import BASE_MS as START_MS  # after the test release's publication
 from tests.support import S, release
-
-URL = "/v1/craft_apps/metrics"
-TOKEN = "s3cret-metrics-token-0123456789"
 
 
 @pytest.fixture
@@ -34,19 +32,6 @@ def site(settings, state_dir: Path, monkeypatch, install_runtime) -> Path:
         "METRICS_TOKEN": TOKEN,
     }
     return state_dir
-
-
-def scrape(client: Client) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
-    """Every sample, by sample name and labels."""
-    response = client.get(URL, HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
-    assert response.status_code == 200, response.content
-    assert response["Content-Type"].startswith("text/plain; version=")
-    assert response["Cache-Control"] == "no-store"
-    samples: dict[str, dict[tuple[tuple[str, str], ...], float]] = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return samples
 
 
 def test_unset_token_is_404_and_a_wrong_or_missing_one_401(site: Path, client: Client, settings):

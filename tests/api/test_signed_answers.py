@@ -18,7 +18,7 @@ from craft_apps.api import views
 from craft_apps.api.negotiation import IDENTITY, choose_encoding
 from craft_apps.api.runtime import runtime
 from craft_apps.api.validators import not_modified, weak_etag
-from tests.api.test_http_caching import decoded, warm
+from tests.api.support import decoded, warm
 from tests.signing.vectors import KEY_A, KEY_B
 from tests.support import RELEASE_INFO_URL as URL
 

@@ -16,7 +16,7 @@ from django.core.management import CommandError, call_command
 
 from bench.endpoint import ENDPOINT_PATH, fill_state, gunicorn_command, running, site_env
 from craft_apps import signing
-from tests.api.test_endpoint_gunicorn import Exchange, exchange
+from tests.api.support import Exchange, exchange
 from tests.signing.vectors import KEY_A, KEY_B
 from tests.support import free_port
 

@@ -27,7 +27,7 @@ from craft_apps.host.store import StateStore
 from craft_apps.notices.models import ReleaseControl
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.notices.test_workers import Workers
+from tests.notices.workers_support import Workers
 from tests.support import PHOTOCRAFT, RELEASE_INFO_URL, S, release
 
 APP = "photocraft"

@@ -18,10 +18,9 @@ from craft_apps.fleet.store import SharedStore
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.controls.support import Served, burst, host_poller, require, site_env, yank
+from tests.fleet.hosts import poller_env, start_once
 from tests.fleet.server import RedisServer
-from tests.fleet.test_fleet_processes import poller_env, start_once
-from tests.notices.test_database_locked import database_locked
-from tests.notices.test_workers import Workers, database_for_the_workers
+from tests.notices.workers_support import Workers, database_for_the_workers, database_locked
 from tests.support import ONE_AT_A_TIME, PHOTOCRAFT
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]

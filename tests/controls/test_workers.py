@@ -13,8 +13,14 @@ import pytest
 from craft_apps.domain import AppState
 from tests.controls.support import V110, V120, V130, Served, burst, rollout, until_both, yank
 from tests.fleet.server import RedisServer
-from tests.notices.test_database_locked import database_locked, logged_by
-from tests.notices.test_workers import FETCHED_MS, Workers, database_for_the_workers, workers
+from tests.notices.workers_support import (
+    FETCHED_MS,
+    Workers,
+    database_for_the_workers,
+    database_locked,
+    logged_by,
+    workers,
+)
 from tests.support import ONE_AT_A_TIME, publish_history
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]

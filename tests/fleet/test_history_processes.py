@@ -19,8 +19,8 @@ from craft_apps.host.store import StateStore
 from craft_apps.notices.models import AppChannel
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
+from tests.fleet.hosts import ROOT, finish, poller_env, start_once
 from tests.fleet.server import RedisServer
-from tests.fleet.test_fleet_processes import ROOT, finish, poller_env, start_once
 from tests.support import ONE_AT_A_TIME, PHOTOCRAFT, RELEASE_INFO_URL, TWO_APPS, apps_setting, stand_in
 
 DAY = datetime(2026, 10, 8, tzinfo=UTC)

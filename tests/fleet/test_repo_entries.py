@@ -18,8 +18,8 @@ from craft_apps.github.parsing import parse_release
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
+from tests.fleet.hosts import Host
 from tests.fleet.server import RedisServer
-from tests.fleet.test_fleet_processes import Host
 
 ONE = (AppSpec("one", "One", "acme/one"),)
 UNO = (AppSpec("one", "One", "acme/uno"),)

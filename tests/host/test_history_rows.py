@@ -14,8 +14,7 @@ from craft_apps.domain import Backoff, Release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import DB_FILENAME, Fence, FenceRejected, HistoryFetch, StateSnapshot, StateStore
 from craft_apps.testing.clock import FakeClock
-from tests.host.support import fetched, make_release
-from tests.host.test_state_store import FIRST_FORMAT
+from tests.host.support import FIRST_FORMAT, fetched, make_release
 from tests.support import publish_history, release
 
 

@@ -31,7 +31,7 @@ from craft_apps.host.store import (
     StateUnavailable,
 )
 from craft_apps.testing.clock import START_MS, FakeClock
-from tests.host.support import fetched, make_release
+from tests.host.support import FIRST_FORMAT, fetched, make_release
 
 
 def sha256(path: Path) -> str:
@@ -295,20 +295,6 @@ def test_someone_elses_database_is_not_taken_over(state_dir: Path) -> None:
     with sqlite3.connect(state_dir / DB_FILENAME) as db:
         db.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY)")
     _assert_unusable(state_dir, "is not a craft_apps state file")
-
-
-# The first format as it shipped: the lease without an epoch.
-FIRST_FORMAT = (
-    "CREATE TABLE store_meta (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)",
-    "INSERT INTO store_meta (id, version) VALUES (1, 0)",
-    "CREATE TABLE app_state (key TEXT PRIMARY KEY, release_json TEXT NOT NULL, etag TEXT,"
-    " fetched_ms INTEGER, failed_ms INTEGER, failures INTEGER NOT NULL)",
-    "CREATE TABLE backoff (id INTEGER PRIMARY KEY CHECK (id = 1), until_ms INTEGER,"
-    " trouble INTEGER NOT NULL)",
-    "CREATE TABLE lease (name TEXT PRIMARY KEY, holder TEXT NOT NULL, fence INTEGER NOT NULL,"
-    " expires_ms INTEGER NOT NULL)",
-    "PRAGMA user_version = 1",
-)
 
 
 def test_a_file_of_the_first_format_gains_the_epoch_in_place_and_older_code_still_uses_it(

@@ -16,7 +16,13 @@ from django.test import Client
 
 from craft_apps.compat import UTC
 from craft_apps.domain import AppState
-from tests.notices.test_workers import ABOUT_A_SECOND, FETCHED_MS, Workers, database_for_the_workers, workers
+from tests.notices.workers_support import (
+    ABOUT_A_SECOND,
+    FETCHED_MS,
+    Workers,
+    database_for_the_workers,
+    workers,
+)
 from tests.support import ONE_AT_A_TIME, publish_history, release
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]

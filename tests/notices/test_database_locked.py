@@ -7,20 +7,21 @@ made longer than the test); on PostgreSQL it is ``LOCK TABLE ... IN ACCESS EXCLU
 
 from __future__ import annotations
 
-import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from django.db import connection, transaction
-from django.db.models import Model
 
 from craft_apps.domain import AppState
-from craft_apps.notices.models import NOTICE_MODELS, Alert, AppChannel, NoticesVersion
+from craft_apps.notices.models import Alert
 from tests.notices.support import alert
-from tests.notices.test_workers import FETCHED_MS, Workers, database_for_the_workers, workers
+from tests.notices.workers_support import (
+    FETCHED_MS,
+    database_for_the_workers,
+    database_locked,
+    logged_by,
+    workers,
+)
 from tests.support import ONE_AT_A_TIME, release
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
@@ -29,30 +30,6 @@ DOWNLOAD = "/v1/craft_apps/download/photocraft/windows/x64"
 PAGE = "/craft_apps/downloads/"
 STALLED = "the database hasn't answered for"
 BACK = "the database is readable again"
-
-
-@contextmanager
-def database_locked() -> Iterator[None]:
-    """No one else reads the notices' tables until the block ends."""
-    if connection.vendor == "postgresql":
-        models: list[type[Model]] = [NoticesVersion, *NOTICE_MODELS, AppChannel]
-        tables = ", ".join(model._meta.db_table for model in models)
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"LOCK TABLE {tables} IN ACCESS EXCLUSIVE MODE")
-            yield
-        return
-    holder = sqlite3.connect(connection.settings_dict["NAME"], isolation_level=None)
-    try:
-        holder.execute("BEGIN EXCLUSIVE")
-        yield
-        holder.execute("ROLLBACK")
-    finally:
-        holder.close()
-
-
-def logged_by(site: Workers, text: str) -> set[str]:
-    """The worker pids that logged ``text``."""
-    return {line.split()[0] for line in site.output().splitlines() if text in line}
 
 
 def test_a_locked_database_stalls_no_request_and_the_last_notices_stay(tmp_path: Path):

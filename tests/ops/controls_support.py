@@ -1,15 +1,21 @@
 """One host with release controls of every kind, for the status and the metrics: a yank, a
 hold on one channel, a rollout with a schedule at a fake clock's instant, a paused rollout, a
-yank of a tag the host doesn't know and one of an app not configured."""
+yank of a tag the host doesn't know and one of an app not configured; and ``status``, the
+command's output at that instant."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from io import StringIO
 from pathlib import Path
+
+from django.core.management import call_command
 
 from craft_apps.compat import UTC
 from craft_apps.domain import AppState
 from craft_apps.instants import datetime_to_ms, format_rfc3339
+from craft_apps.management.commands.craft_apps_status import Command
+from craft_apps.testing.clock import FakeClock
 from tests.support import publish, publish_history, release
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -63,3 +69,12 @@ def create_controls() -> None:
     )
     create("artcraft-launcher", "yank", "v9.9.9")
     create("oldcraft", "yank", "v1.0.0")
+
+
+def status(*args: str) -> str:
+    """``craft_apps_status`` with ``args``, its clock at ``NOW``."""
+    command = Command()
+    command.clock = FakeClock(NOW_MS)
+    out = StringIO()
+    call_command(command, *args, stdout=out)
+    return out.getvalue()

@@ -6,25 +6,13 @@ be read, printing the rest."""
 from __future__ import annotations
 
 import json
-from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
-from craft_apps.management.commands.craft_apps_status import Command
-from craft_apps.testing.clock import FakeClock
 from tests.notices.support import database_unreachable
-from tests.ops.controls_support import NOW_MS, at, create_controls, publish_releases
+from tests.ops.controls_support import at, create_controls, publish_releases, status
 from tests.support import apps_setting
-
-
-def status(*args: str) -> str:
-    command = Command()
-    command.clock = FakeClock(NOW_MS)
-    out = StringIO()
-    call_command(command, *args, stdout=out)
-    return out.getvalue()
 
 
 @pytest.fixture

@@ -20,97 +20,18 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
-from datetime import datetime
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from craft_apps.api.caching import CACHEABLE
-from craft_apps.compat import UTC
 from craft_apps.host.store import StateStore
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, SlowFault, StatusFault
-from tests.support import ONE_AT_A_TIME, TWO_APPS, free_port, publish
-
-ROOT = Path(__file__).resolve().parents[2]
-APPS = TWO_APPS
-TTL_S, RETRY_S = 3.0, 0.5
+from tests.polling.processes import APPS, RETRY_S, ROOT, TTL_S, Poller, wait_until
+from tests.support import ONE_AT_A_TIME, free_port, publish
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        for app in APPS:
-            server.publish(app.repo, demo_release(app, "0.5.0", datetime(2026, 10, 8, tzinfo=UTC)))
-        yield server
-
-
-def poller_environment(github: FakeGitHub, state_dir: Path, **extra: str) -> dict[str, str]:
-    """A poller's environment: the demo site's settings, this state directory, the stand-in."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        PYTHONUNBUFFERED="1",
-        CRAFT_APPS_STATE_DIR=str(state_dir),
-        CRAFT_APPS_RELEASE_GITHUB_API_URL=github.url,
-        CRAFT_APPS_RELEASE_APPS=",".join(f"{a.key}={a.name}={a.repo}" for a in APPS),
-        **extra,
-    )
-    return env
-
-
-@pytest.fixture
-def poller_env(github: FakeGitHub, state_dir: Path) -> dict[str, str]:
-    return poller_environment(
-        github, state_dir, CRAFT_APPS_LEASE_TTL_SECS=str(TTL_S), CRAFT_APPS_LEASE_RETRY_SECS=str(RETRY_S)
-    )
-
-
-class Poller:
-    """One `poll_craft_releases` process, its output collected in a file."""
-
-    def __init__(self, env: dict[str, str], log: Path, *args: str) -> None:
-        self.log = log
-        self._out = log.open("wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "poll_craft_releases", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-        )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait_for(self, text: str, timeout: float = 20) -> float:
-        """Seconds until `text` appears in the output."""
-        return wait_until(
-            lambda: text in self.output(), timeout, f"{text!r} in {self.log.name}: {self.output()}"
-        )
-
-    def finish(self, timeout: float = 20) -> int:
-        try:
-            return self.process.wait(timeout)
-        finally:
-            self._out.close()
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.finish()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> float:
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 def lease_row(state_dir: Path) -> tuple[str, int, int]:
@@ -122,20 +43,6 @@ def lease_row(state_dir: Path) -> tuple[str, int, int]:
     assert row is not None
     holder, fence, expires_ms = row
     return str(holder), int(fence), int(expires_ms)
-
-
-@pytest.fixture
-def pollers(poller_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[..., Poller]]:
-    started: list[Poller] = []
-
-    def start(*args: str, env: dict[str, str] | None = None) -> Poller:
-        poller = Poller(env or poller_env, tmp_path / f"poller-{len(started)}.log", *args)
-        started.append(poller)
-        return poller
-
-    yield start
-    for poller in started:
-        poller.kill()
 
 
 def test_once_runs_a_round_and_exits_0(pollers, github: FakeGitHub, state_dir: Path):

@@ -22,11 +22,9 @@ from craft_apps.host.store import StateStore
 from craft_apps.ops.status import FleetView, render_text, status_document
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
+from tests.polling.hosts import API, release_json
 from tests.support import PHOTOCRAFT, S
 
-from .test_poller import release_json
-
-API = "https://api.github.com"
 INTERVAL_S = 1800
 PHOTO = PHOTOCRAFT
 

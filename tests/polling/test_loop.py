@@ -21,7 +21,7 @@ from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
 from craft_apps.testing.clock import FakeClock
-from tests.polling.test_poller import API, APPS, release_json, url
+from tests.polling.hosts import API, APPS, release_json, url
 from tests.support import S
 
 # No keeper thread on a fake clock: a lease that outlives the wait between ticks.

@@ -13,9 +13,7 @@ import pytest
 
 from craft_apps.testing.fake_github import FakeGitHub, RateLimited429Fault, StatusFault
 from tests.fleet.server import RedisServer
-from tests.polling.test_command import APPS, Poller, github, poller_env, poller_environment, pollers
-
-__all__ = ["github", "poller_env", "pollers"]  # the fixtures, shared with test_command
+from tests.polling.processes import APPS, Poller, poller_environment
 
 pytestmark = pytest.mark.slow
 

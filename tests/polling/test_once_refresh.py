@@ -21,10 +21,8 @@ from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.polling.schedule import MIN_REQUEST_GAP_MS
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.polling.test_command import APPS, ROOT, Poller, github, poller_env, pollers
+from tests.polling.processes import APPS, ROOT, Poller
 from tests.support import ONE_AT_A_TIME
-
-__all__ = ["github", "poller_env", "pollers"]  # the fixtures, shared with test_command
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from craft_apps.fleet.entry import SharedAppEntry, SharedFetch
 from craft_apps.github.parsing import parse_release, rejudge
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_releases
-from tests.polling.test_poller import APPS, Host, release_json
+from tests.polling.hosts import APPS, Host, release_json
 from tests.support import publish, release
 
 EVIL = "https://github.com/storytold/photocraft/releases/download/v0.5.0/../../../../evil/x/releases/download/v1/f.msi"

@@ -16,7 +16,7 @@ from craft_apps.domain import AppSpec
 from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, StatusFault
-from tests.polling.test_command import Poller, poller_environment
+from tests.polling.processes import Poller, poller_environment
 
 ONE = AppSpec("one", "One", "acme/one")
 UNO = AppSpec("one", "One", "acme/uno")

@@ -22,7 +22,7 @@ from craft_apps.host.store import StateStore
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
-from tests.polling.test_command import Poller, poller_environment, wait_until
+from tests.polling.processes import Poller, poller_environment, wait_until
 from tests.support import ONE_AT_A_TIME, TWO_APPS, publish, release_event, webhook_headers
 
 ROOT = Path(__file__).resolve().parents[2]
