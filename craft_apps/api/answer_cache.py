@@ -186,9 +186,12 @@ class AnswerCache:
     def _look(self, state_dir: Path, apps: tuple[AppSpec, ...]) -> EncodedAnswer:
         store = self._store(state_dir)
         notices = self._notices()
-        controls = self._controls_now()
+        controls: ControlsKey | None = None
         try:
             marker = store.version_marker()
+            # The controls after the state's version: a poller writes the ones it keeps for a
+            # process that can't read the database before the releases they apply to.
+            controls = self._controls_now()
             if self._key == (store.path, marker, apps, notices, controls) and self._answer is not None:
                 # The same file at the same version as before a look that failed (it was
                 # locked, say): it is readable again all the same.
@@ -198,10 +201,10 @@ class AnswerCache:
             snapshot = store.read()
             if marker[0] is None or store.file_identity() is None:
                 raise store.missing()
-        except StateUnavailable as err:
-            return self._fallback(apps, str(err), notices, controls)
         except Exception as err:  # the endpoint never fails, whatever the state file does
-            return self._fallback(apps, f"{type(err).__name__}: {err}", notices, controls)
+            reason = str(err) if isinstance(err, StateUnavailable) else f"{type(err).__name__}: {err}"
+            controls = self._controls_now() if controls is None else controls
+            return self._fallback(apps, reason, notices, controls)
         answer = self._make(store.path, (marker[0], snapshot.version), apps, notices, controls, snapshot)
         self._readable_again(store)
         return answer

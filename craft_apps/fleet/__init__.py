@@ -5,6 +5,7 @@
   (``guarded_write.lua``, or WATCH/MULTI/EXEC where scripts are refused); ``redis_trouble``,
   the one rule that turns what redis-py raises into ``RedisTrouble``.
 - ``history``: each app's release history, its own key per app beside the entries (pure).
+- ``controls``: the operators' release controls as a poller last read them, one key (pure).
 - ``due``: refreshes asked for ahead of schedule and the webhook deliveries taken.
 - ``connection``: the poller's own Redis client from a django-redis alias, and its checks.
 - ``options``: the cache OPTIONS that alias needs (``poller_cache``).

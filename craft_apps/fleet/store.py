@@ -48,6 +48,7 @@ from craft_apps.codec import decode_release
 from craft_apps.compat import StrEnum
 from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
 from craft_apps.domain import Backoff, HistoryFetch, Release, newer_wins
+from craft_apps.fleet import controls as shared_controls
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet import history as shared_history
 from craft_apps.fleet.connection import describe_error
@@ -471,6 +472,39 @@ class SharedStore:
             time_field=shared_history.FIELD_FETCHED_MS,
             time_ms=fetch.fetched_ms,
             fields=shared_history.history_fields(releases, fetch),
+            full=True,
+        )
+        return self.apply(write)
+
+    # -- release controls (``fleet.controls``) ---------------------------------------------
+
+    @property
+    def controls_key(self) -> str:
+        return shared_controls.controls_key(self._prefix)
+
+    def read_controls(self) -> shared_controls.SharedControls | None:
+        """The release controls a poller shared last, as text, and when it read them; None when
+        absent or unreadable (logged once)."""
+        key = self.controls_key
+        [reply] = self._pipelined(f"reading {key}", [("HGETALL", key)])
+        fields, problems = self._hash_reply(key, reply)
+        found = None
+        if fields:
+            try:
+                found = shared_controls.decode_controls(fields)
+            except ValueError as err:
+                problems = (*problems, str(err))
+        self._report(key, problems)
+        return found
+
+    def write_controls(self, text: str, read_ms: int) -> bool:
+        """Shares the release controls read from the site's database at ``read_ms``, unless
+        Redis holds a later read; False then."""
+        write = GuardedWrite(
+            key=self.controls_key,
+            time_field=shared_controls.FIELD_READ_MS,
+            time_ms=read_ms,
+            fields=shared_controls.controls_fields(text, read_ms),
             full=True,
         )
         return self.apply(write)

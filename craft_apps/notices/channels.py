@@ -10,7 +10,8 @@ goes on with the last set it read (none before the first) and one line is logged
 trouble starts and one when it ends. A read still running is never doubled: the next ask gets
 the last set. The poller asks for each app it fetches; a set read less than ``FRESH_S`` ago is
 answered as it is, so the database is read at most about once a second, as the web processes'
-feed reads it.
+feed reads it. The same read takes the release controls (``HistoryApps.controls``), which the
+poller shares with the fleet.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class HistoryApps:
         self._lock = threading.Lock()
         self._known: frozenset[str] = frozenset()
         self._since: dict[str, int] = {}
+        self._controls: tuple[Control, ...] | None = None  # None: never read
         self._reading: threading.Thread | None = None
         self._failing = False
 
@@ -92,6 +94,12 @@ class HistoryApps:
         request about the app after it answers that for the whole fleet."""
         with self._lock:
             return dict(self._since)
+
+    def controls(self) -> tuple[Control, ...] | None:
+        """The release controls as the last read left them (no read of its own); None before
+        the first read that answered: the poller then relays the fleet's (``polling.controls_relay``)."""
+        with self._lock:
+            return self._controls
 
     def __call__(self) -> frozenset[str]:
         return self.beta_apps()
@@ -117,6 +125,7 @@ class HistoryApps:
         try:
             since = read_history_needs()
             found = frozenset(since)
+            controls = read_controls()
         except Exception as err:  # the poller polls on, with what it knew
             self._trouble(f"{type(err).__name__}: {err}")
             return
@@ -124,6 +133,7 @@ class HistoryApps:
             close_old_connections()
         with self._lock:
             self._known, self._since, recovered, self._failing = found, since, self._failing, False
+            self._controls = controls
         if recovered:
             logger.info("Craft apps channels: the database is readable again")
 

@@ -198,7 +198,6 @@ class NoticesFeed:
     ) -> None:
         self.recheck_s = recheck_s
         self.keep_controls = keep_controls  # in the state directory's file (``kept_controls``)
-        self._kept_file: KeptControls | None = None
         self.stalled_s = stalled_s
         self.first_look_wait_s = first_look_wait_s
         self._monotonic = monotonic
@@ -222,6 +221,7 @@ class NoticesFeed:
             self._beta: frozenset[str] = frozenset()
             self._controls: tuple[Control, ...] = ()
             self._controls_read = False  # from the database, by this process
+            self._kept_file: KeptControls | None = None  # read anew, as at a process's start
             self._failing = False
             self._left_out = 0
 
@@ -259,8 +259,21 @@ class NoticesFeed:
 
     def controls(self) -> tuple[Control, ...]:
         """The release controls as the last look left them (none before the first). Starts no
-        look, as ``beta_apps``."""
+        look, as ``beta_apps``. A process that has never read them from the database takes the
+        kept file's anew when it changed (one stat otherwise): the poller writes the fleet's
+        there before it publishes the releases they apply to (``polling.controls_relay``)."""
+        if not self._controls_read:
+            self._take_kept(self._generation)
         return self._controls
+
+    def _take_kept(self, generation: int) -> None:
+        kept = self._kept_controls()
+        loaded = None if kept is None else kept.load_changed()
+        if loaded is None:
+            return
+        with self._lock:
+            if generation == self._generation and not self._controls_read:
+                self._controls = loaded
 
     def _start_look(self) -> None:
         with self._lock:
@@ -309,12 +322,8 @@ class NoticesFeed:
         return kept
 
     def _read(self, generation: int) -> None:
-        kept = self._kept_controls()
-        if kept is not None and not self._controls_read:
-            loaded = kept.load()  # before the database, which may not answer
-            with self._lock:
-                if loaded is not None and generation == self._generation and not self._controls_read:
-                    self._controls = loaded
+        if not self._controls_read:
+            self._take_kept(generation)  # before the database, which may not answer
         using = router.db_for_read(NoticesVersion)
         version = read_version(using)
         now = ms_to_datetime(self._clock.now_ms())
@@ -332,6 +341,7 @@ class NoticesFeed:
             if generation == self._generation:
                 self._version, self._scheduled, self._beta = version, scheduled, beta
                 self._controls, self._controls_read = controls, True
+        kept = self._kept_controls()
         if kept is not None:
             kept.save(controls)
         self._report_left_out(scheduled.left_out)

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,17 +130,37 @@ def inspect(directory: Path) -> KeptFile:
 
 
 class KeptControls:
-    """The file in one state directory: ``load`` and ``save`` never raise; a failure is one
-    line logged when it starts (and again after a success)."""
+    """The file in one state directory: ``load``, ``load_changed`` and ``save`` never raise; a
+    failure is one line logged when it starts (and again after a success)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / FILE_NAME
         self._failing = False
         self._saved: str | None = None
+        self._seen: tuple[int, int, int] | None = None  # the file's identity at the last load
+        self._lock = threading.Lock()  # a request's load and the background look's save
 
     def load(self) -> tuple[Control, ...] | None:
         """The kept controls; None when there is no file or it can't be read."""
+        with self._lock:
+            return self._load()
+
+    def load_changed(self) -> tuple[Control, ...] | None:
+        """The kept controls when the file changed since the last load (a stat otherwise: a
+        poller may have written it); None when it didn't, or there is none, or it can't be read."""
+        with self._lock:
+            try:
+                stat = os.stat(self.path)
+            except OSError:
+                return None
+            if (stat.st_ino, stat.st_mtime_ns, stat.st_size) == self._seen:
+                return None
+            return self._load()
+
+    def _load(self) -> tuple[Control, ...] | None:
         try:
+            stat = os.stat(self.path)
+            self._seen = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
             controls, text = _read(self.path)
         except FileNotFoundError:
             return None
@@ -151,6 +172,10 @@ class KeptControls:
 
     def save(self, controls: tuple[Control, ...]) -> None:
         """Keeps ``controls`` unless the file already holds them."""
+        with self._lock:
+            self._save(controls)
+
+    def _save(self, controls: tuple[Control, ...]) -> None:
         text = encode(controls)
         if text == self._saved or (not controls and self._saved is None and not self.path.exists()):
             return  # what the file says already (no file: no controls)

@@ -47,6 +47,7 @@ from craft_apps.instants import datetime_to_ms, format_duration, format_ms, ms_t
 from craft_apps.notices.channels import read_beta_apps, read_controls
 from craft_apps.notices.feed import load_scheduled
 from craft_apps.notices.items import MAX_SERVED_PER_KIND, NO_NOTICES
+from craft_apps.notices.kept_controls import decode as decode_controls
 from craft_apps.notices.kept_controls import inspect as inspect_kept_controls
 from craft_apps.notices.models import NoticesVersion
 from craft_apps.polling.schedule import REFRESH_GAP_MS, due_at_ms, last_answer_ms
@@ -71,6 +72,9 @@ class FleetView:
     claims: Mapping[str, Claim] = field(default_factory=dict)
     backoff: Backoff | None = None
     due_marks: Mapping[str, int] = field(default_factory=dict)  # refreshes asked for (Unix ms)
+    # The release controls a poller shared last: (how many, read at Unix ms), or why they don't
+    # read as controls; None when absent.
+    controls: tuple[int, int] | str | None = None
 
 
 def read_host_marks(state_dir: Path) -> dict[str, int]:
@@ -96,6 +100,7 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
     store = SharedStore(client, hostname=socket.gethostname(), key_prefix=app_settings.REDIS_KEY_PREFIX)
     try:
         entries, backoff = store.read(keys)
+        controls = _shared_controls(store)
         due_marks = SharedDueMarks(client, key_prefix=app_settings.REDIS_KEY_PREFIX).marks()
         pipe = client.pipeline(transaction=False)
         for key in keys:
@@ -118,7 +123,19 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
         claims=claims,
         backoff=backoff,
         due_marks=due_marks,
+        controls=controls,
     )
+
+
+def _shared_controls(store: SharedStore) -> tuple[int, int] | str | None:
+    found = store.read_controls()
+    if found is None:
+        return None
+    text, read_ms = found
+    try:
+        return len(decode_controls(text)), read_ms
+    except ValueError as err:
+        return one_line(f"they don't read as controls: {err}", 300)
 
 
 def _claim(reply: object) -> Claim | None:
@@ -265,7 +282,12 @@ def status_document(
         "poller": {"last_tick_at": _instant(counters.tick_ms), "stopped_at": _instant(counters.stopped_ms)},
         "github_quota": _quota(view),
         "github_requests": dict(counters.requests),
-        "redis": {"configured": fleet.configured, "problem": fleet.problem, "errors": counters.redis_errors},
+        "redis": {
+            "configured": fleet.configured,
+            "problem": fleet.problem,
+            "errors": counters.redis_errors,
+            "shared_controls": _shared_controls_doc(fleet.controls),
+        },
         "health": health_document(problems),
     }
     if notices is not None:
@@ -307,6 +329,15 @@ def _controls(
             }
         )
     return found
+
+
+def _shared_controls_doc(controls: tuple[int, int] | str | None) -> dict[str, Any] | None:
+    if controls is None:
+        return None
+    if isinstance(controls, str):
+        return {"controls": None, "read_at": None, "problem": controls}
+    count, read_ms = controls
+    return {"controls": count, "read_at": _instant(read_ms), "problem": None}
 
 
 def _lease(view: HostView, now_ms: int) -> dict[str, Any] | None:
@@ -596,7 +627,7 @@ def _facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]
         *_poller_facts(doc, relative),
         *_backoff_facts(doc, relative),
         *_github_facts(doc, relative),
-        *_health_facts(doc),
+        *_health_facts(doc, relative),
     ]
 
 
@@ -655,14 +686,17 @@ def _github_facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str
     return facts
 
 
-def _health_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Redis, the notices and the health verdict."""
+def _health_facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str, str]]:
+    """Redis (and the controls shared there), the notices and the health verdict."""
     redis = doc["redis"]
     if not redis["configured"]:
         reach = "not configured"
     else:
         reach = f"trouble: {redis['problem']}" if redis["problem"] else "reachable"
     facts = [("redis", f"{reach}; {redis['errors']} errors counted by the poller")]
+    shared = redis.get("shared_controls")
+    if redis["configured"] and not redis["problem"]:
+        facts.append(("fleet controls", _shared_controls_text(shared, relative)))
     notices = doc.get("notices")
     if notices is not None:
         facts.append(("notices", _notices_text(notices)))
@@ -674,6 +708,14 @@ def _health_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
     facts.append(("health", health["status"]))
     facts += [("", f"{problem['rule']}: {problem['detail']}") for problem in health["problems"]]
     return facts
+
+
+def _shared_controls_text(shared: Mapping[str, Any] | None, relative: _Relative) -> str:
+    if shared is None:
+        return "none shared yet (a poller shares what it reads from the site's database)"
+    if shared["problem"]:
+        return f"unreadable ({shared['problem']})"
+    return f"{shared['controls']} shared, read from the site's database {relative.of(shared['read_at'])}"
 
 
 def _notices_text(notices: Mapping[str, Any]) -> str:

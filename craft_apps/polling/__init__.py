@@ -4,6 +4,8 @@
 - ``poller``: one tick (``Poller``): what is due, the fleet's entries and claims, each answer kept
   in memory, written to the host's state file and shared through Redis.
 - ``history``: what an answer does to an app's release history (the latest seen, the list).
+- ``controls_relay``: the release controls shared with the fleet, and kept for a host whose
+  web processes can't read the site's database yet.
 - ``requests``: the refreshes asked for ahead of schedule this poller knows of, app by app.
 - ``wakeup``: the wait between ticks, looking every second whether a refresh was asked for.
 - ``drops``: what an answer dropped or said (assets, a rename, a 404), warned once and recorded.

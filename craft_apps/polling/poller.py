@@ -46,6 +46,7 @@ from craft_apps.host.store import (
 )
 from craft_apps.instants import format_ms
 from craft_apps.polling import history
+from craft_apps.polling.controls_relay import ControlsRelay
 from craft_apps.polling.drops import DropLog
 from craft_apps.polling.requests import RefreshRequests
 from craft_apps.polling.schedule import (
@@ -127,6 +128,7 @@ class Poller:
         self._history_unpublished: set[str] = set()
         self.rules: ReleaseRules = github  # judges stored releases again (``_rejudged``)
         self.host = host
+        self.controls_relay = ControlsRelay(host.state_dir)  # the controls, for the whole fleet
         self.fence = fence
         self.clock = clock
         self.shared = shared
@@ -467,8 +469,18 @@ class Poller:
         if backoff != self.backoff:
             self.backoff = backoff
             self._backoff_unpublished = True
+        self._relay_controls()  # before the publish: the web processes apply them to what it brings
         self._publish()
         return True
+
+    def _relay_controls(self) -> None:
+        read = getattr(self.needs_history, "controls", None)
+        if read is None:
+            return
+        try:
+            self.controls_relay.relay(read, self.shared, self.clock.now_ms())
+        except RedisTrouble as err:
+            self.redis_log.failed(err, self.clock.now_ms())
 
     def _merge_shared_histories(self, keys: list[str]) -> None:
         """Takes the fleet's histories whose list fetch is newer than this host's (``newer_wins``),

@@ -1,9 +1,10 @@
-"""A host started after a yank, in a fleet sharing its releases and their history through a real
-redis-server: its web processes (two gunicorn workers) and its poller (``poll_craft_releases
---once``, which starts warm from Redis) start together, and from the first answer that lists the
-app as fetched to the last, no answer names the yanked release; each serves the one before it,
-from the history the first host shared. The fleet's first host (a poller in the test process)
-fetched from the GitHub stand-in."""
+"""A host started after a yank, in a fleet sharing its releases, their history and the release
+controls through a real redis-server: its web processes (two gunicorn workers) and its poller
+(``poll_craft_releases --once``, which starts warm from Redis) start together, and from the
+first answer that lists the app as fetched to the last, no answer names the yanked release;
+each serves the one before it, from the history the first host shared, whether its processes
+can read the site's database or not. The fleet's first host (a poller in the test process)
+fetched from the GitHub stand-in and read the controls from the database."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from craft_apps.domain import PollMode
 from craft_apps.fleet.store import SharedStore
+from craft_apps.notices.channels import HistoryApps
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.controls.support import Served, burst, host_poller, require, site_env, yank
@@ -26,6 +28,7 @@ from tests.support import ONE_AT_A_TIME, PHOTOCRAFT
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
 
 HISTORY_KEY = "craftApps:releases:history:photocraft"
+CONTROLS_KEY = "craftApps:releases:controls"
 
 
 def fleet_env(github: FakeGitHub, redis: RedisServer, database: dict[str, str]) -> dict[str, str]:
@@ -40,11 +43,12 @@ def first_host_shares(github: FakeGitHub, redis: RedisServer, tmp_path: Path) ->
     needs history, so it fetches the release list too, and shares the entry and the history."""
     clock = FakeClock(time.time_ns() // 1_000_000)
     shared = SharedStore(redis.client(), hostname="host-a")
-    poller = host_poller(tmp_path / "host-a", github, clock, lambda: frozenset({"photocraft"}), shared)
+    poller = host_poller(tmp_path / "host-a", github, clock, HistoryApps(), shared)
     require(poller.tick().mode is PollMode.COORDINATED, "host A polled with the fleet")
     client = redis.client()
     require(client.exists("craftApps:releases:app:photocraft"), "host A shared the entry")
     require(client.exists(HISTORY_KEY), "host A shared the history")
+    require(client.exists(CONTROLS_KEY), "host A shared the controls it read")
     asked = sorted(r.path.split("?")[0].rsplit("/", 1)[-1] for r in github.requests)
     require(asked == ["latest", "releases"], f"host A asked for the latest and the list: {asked}")
     github.reset_requests()
@@ -124,3 +128,18 @@ def test_a_host_restarted_while_the_database_is_locked_keeps_the_yank_its_worker
         with database_locked():
             answers = sample_new_host(env, database, tmp_path)
     assert_never_the_yanked(answers)
+
+
+def test_a_host_started_while_the_database_cant_be_read_applies_the_yank_the_fleet_shared(
+    tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client
+):
+    """A new state directory (no kept file) and a site's database its processes can't open: its
+    poller keeps the controls host A read and shared before it publishes the fleet's releases,
+    so its workers apply them from their first answer."""
+    yank("v1.3.0")
+    first_host_shares(github, redis_server, tmp_path)
+    unreachable = {"ENGINE": "sqlite3", "NAME": str(tmp_path / "no-such-directory" / "site.sqlite3")}
+    answers = sample_new_host(fleet_env(github, redis_server, unreachable), unreachable, tmp_path)
+    assert github.requests == [], "host B took the entry and the history from Redis"
+    assert_never_the_yanked(answers)
+    require((tmp_path / "host-b" / "release_controls.json").exists(), "host B's poller kept them")

@@ -7,8 +7,7 @@ import re
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from datetime import datetime
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
 from craft_apps.domain import PollMode
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.store import StateStore
 from craft_apps.source import FetchOutcome, ReleaseSource
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.hosts import Host, finish, poller_env, start_once
 from tests.fleet.server import RedisServer
@@ -31,14 +28,6 @@ from tests.fleet.silent_redis import SilentRedis
 from tests.support import ONE_AT_A_TIME, TWO_APPS, S, free_port
 
 APPS = TWO_APPS
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        for app in DEFAULT_APPS:
-            server.publish(app.repo, demo_release(app, "0.5.0", datetime(2026, 10, 8, tzinfo=UTC)))
-        yield server
 
 
 def test_a_host_takes_another_hosts_fresh_fetch_instead_of_asking_github(
@@ -274,6 +263,7 @@ def test_redis_killed_mid_round_the_round_finishes_alone_and_coordination_resume
 
 
 @pytest.mark.slow
+@pytest.mark.django_db  # the runner closes the site's old database connections before each tick
 def test_with_coordination_off_redis_is_never_touched(
     tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, settings
 ):

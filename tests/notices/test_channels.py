@@ -159,3 +159,20 @@ def test_the_apps_that_need_history_are_those_on_beta_and_those_with_a_control()
     AppChannel.objects.create(app_key="vectorcraft", beta=False)
     ReleaseControl.objects.create(app_key="pdfcraft", action="yank", tag="v1.0.0", reason="broken")
     assert channels.read_history_apps() == {"photocraft", "pdfcraft"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_pollers_read_takes_the_release_controls_too():
+    from craft_apps.controls import YANK, Control
+    from craft_apps.notices.models import ReleaseControl
+
+    monotonic = Monotonic()
+    needs = HistoryApps(monotonic=monotonic)
+    assert needs.controls() is None, "before a read: unknown, not none"
+    ReleaseControl.objects.create(app_key="photocraft", action=YANK, tag="v0.5.0", reason="Loses layers.")
+    assert needs() == {"photocraft"}
+    assert needs.controls() == (Control("photocraft", YANK, "v0.5.0"),)
+    with database_unreachable():
+        monotonic.advance(1.0)
+        assert needs() == {"photocraft"}
+    assert needs.controls() == (Control("photocraft", YANK, "v0.5.0"),), "a failed read keeps the last"

@@ -108,17 +108,19 @@ def test_a_file_that_isnt_ours_is_refused_whole_with_one_line(
     kept_dir: Path, fake_clock: FakeClock, caplog: pytest.LogCaptureFixture, content: bytes
 ) -> None:
     (kept_dir / FILE_NAME).write_bytes(content)
-    feed = new_feed(fake_clock)
+    monotonic = Monotonic()
+    feed = NoticesFeed(monotonic=monotonic, clock=fake_clock, runner=lambda look: look())
     counted = FAILURES.labels("read")._value.get()
     with caplog.at_level(logging.WARNING), database_unreachable():
         feed.current()
-        feed.clear()
+        monotonic.advance(1.0)  # the next look
         feed.current()
+        assert feed.controls() == ()
     assert feed.controls() == ()
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.kept_controls"]
     assert len(lines) == 1, lines
     assert f"{kept_dir / FILE_NAME} can't be read (" in lines[0]
-    assert FAILURES.labels("read")._value.get() == counted + 2, "each refusal counted, logged once"
+    assert FAILURES.labels("read")._value.get() == counted + 1, "the file refused once, until it changes"
     found = inspect(kept_dir)
     assert (found.exists, found.controls) == (True, None) and found.problem, "and the status says why"
     assert found.problem.split(":")[0] in lines[0]
@@ -151,3 +153,26 @@ def test_a_directory_that_cant_be_written_is_one_line_and_the_controls_still_app
     lines = [r.getMessage() for r in caplog.records if r.name == "craft_apps.notices.kept_controls"]
     assert len(lines) == 1 and "can't be written" in lines[0]
     assert FAILURES.labels("write")._value.get() == counted + 2
+
+
+def test_a_process_that_never_read_the_database_takes_a_kept_file_that_changed(
+    kept_dir: Path, fake_clock: FakeClock
+) -> None:
+    feed = new_feed(fake_clock)
+    with database_unreachable():
+        feed.current()
+        assert feed.controls() == ()
+        KeptControls(kept_dir).save((Control("photocraft", YANK, "v1.3.0"),))  # as a poller does
+        assert feed.controls() == (Control("photocraft", YANK, "v1.3.0"),), "at once, without a look"
+        (kept_dir / FILE_NAME).write_text("not the controls")
+        assert feed.controls() == (Control("photocraft", YANK, "v1.3.0"),), "a bad file takes nothing away"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_once_the_database_is_read_the_file_is_no_longer_looked_at(
+    kept_dir: Path, fake_clock: FakeClock
+) -> None:
+    feed = new_feed(fake_clock)
+    feed.current()
+    KeptControls(kept_dir).save((Control("photocraft", YANK, "v1.3.0"),))
+    assert feed.controls() == (), "the database's (none) win"

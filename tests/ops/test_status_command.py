@@ -77,7 +77,8 @@ def test_after_a_coordinated_round_it_shows_every_app_the_lease_and_the_quota(en
     assert doc["poller"]["stopped_at"] is not None
     assert doc["github_quota"]["limit"] == 60 and doc["github_quota"]["remaining"] == 58
     assert doc["github_requests"] == {"fetched": 2, "not_modified": 0, "failed": 0, "rate_limited": 0}
-    assert doc["redis"] == {"configured": True, "problem": None, "errors": 0}
+    redis = {key: doc["redis"][key] for key in ("configured", "problem", "errors")}
+    assert redis == {"configured": True, "problem": None, "errors": 0}
     assert doc["fleet_backoff"] == {"until": None, "trouble": 0}
     assert doc["health"] == {
         "status": "ok",
@@ -216,3 +217,29 @@ def test_each_apps_beta_channel_shows_in_text_and_json(settings, state_dir: Path
     lines = status().splitlines()
     assert lines[0].split()[-1] == "BETA"
     assert [line.split()[-1] for line in lines[1:3]] == ["off", "on"]
+
+
+def test_the_controls_the_fleet_shares_show_with_redis(env: dict[str, str], redis_client):
+    from craft_apps.controls import YANK, Control
+    from craft_apps.notices.kept_controls import encode
+
+    doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
+    assert doc["redis"]["shared_controls"] is None
+    assert "fleet controls   none shared yet" in manage(env, "craft_apps_status").stdout
+
+    read_ms = datetime_to_ms(parse_rfc3339("2026-12-01T09:00:00Z"))
+    store = SharedStore(redis_client, hostname="host-a")
+    assert store.write_controls(encode((Control("photocraft", YANK, "v0.5.0"),)), read_ms)
+    doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
+    assert doc["redis"]["shared_controls"] == {
+        "controls": 1,
+        "read_at": "2026-12-01T09:00:00Z",
+        "problem": None,
+    }
+    assert (
+        "fleet controls   1 shared, read from the site's database " in manage(env, "craft_apps_status").stdout
+    )
+
+    assert store.write_controls("not the controls", read_ms + 1)
+    shared = json.loads(manage(env, "craft_apps_status", "--json").stdout)["redis"]["shared_controls"]
+    assert shared["controls"] is None and shared["problem"].startswith("they don't read as controls: ")

@@ -5,22 +5,18 @@ kills what is left at the end."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from craft_apps.compat import UTC
-from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.polling.processes import APPS, RETRY_S, TTL_S, Poller, poller_environment
+from tests.support import stand_in
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        for app in APPS:
-            server.publish(app.repo, demo_release(app, "0.5.0", datetime(2026, 10, 8, tzinfo=UTC)))
+    with stand_in(APPS) as server:
         yield server
 
 

@@ -22,6 +22,10 @@ from tests.support import TWO_APPS, apps_setting, stand_in
 APPS = TWO_APPS
 INTERVAL_S = 1800
 
+# The runner closes the site's old database connections before each tick, as the command does:
+# one a database test before it left open in this process is touched then.
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
