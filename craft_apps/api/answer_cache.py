@@ -189,8 +189,6 @@ class AnswerCache:
         controls: ControlsKey | None = None
         try:
             marker = store.version_marker()
-            # The controls after the state's version: a poller writes the ones it keeps for a
-            # process that can't read the database before the releases they apply to.
             controls = self._controls_now()
             if self._key == (store.path, marker, apps, notices, controls) and self._answer is not None:
                 # The same file at the same version as before a look that failed (it was
@@ -201,6 +199,10 @@ class AnswerCache:
             snapshot = store.read()
             if marker[0] is None or store.file_identity() is None:
                 raise store.missing()
+            # The controls again, after the snapshot: a poller writes the ones it keeps for a
+            # process that can't read the database before it publishes the releases they apply
+            # to, so an answer made of this snapshot has them.
+            controls = self._controls_now()
         except Exception as err:  # the endpoint never fails, whatever the state file does
             reason = str(err) if isinstance(err, StateUnavailable) else f"{type(err).__name__}: {err}"
             controls = self._controls_now() if controls is None else controls
