@@ -130,8 +130,8 @@ def inspect(directory: Path) -> KeptFile:
 
 
 class KeptControls:
-    """The file in one state directory: ``load``, ``load_changed`` and ``save`` never raise; a
-    failure is one line logged when it starts (and again after a success)."""
+    """The file in one state directory: ``load_changed`` and ``save`` never raise; a failure is
+    one line logged when it starts (and again after a success)."""
 
     def __init__(self, directory: Path) -> None:
         self.path = directory / FILE_NAME
@@ -139,11 +139,6 @@ class KeptControls:
         self._saved: str | None = None
         self._seen: tuple[int, int, int] | None = None  # the file's identity at the last load
         self._lock = threading.Lock()  # a request's load and the background look's save
-
-    def load(self) -> tuple[Control, ...] | None:
-        """The kept controls; None when there is no file or it can't be read."""
-        with self._lock:
-            return self._load()
 
     def load_changed(self) -> tuple[Control, ...] | None:
         """The kept controls when the file changed since the last load (a stat otherwise: a

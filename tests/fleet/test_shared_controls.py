@@ -14,7 +14,7 @@ import redis
 from craft_apps.controls import ROLLOUT, YANK, Control, Step
 from craft_apps.fleet.entry import APP_TTL_MS
 from craft_apps.fleet.store import SharedStore
-from craft_apps.notices.kept_controls import FILE_NAME, KeptControls, encode
+from craft_apps.notices.kept_controls import FILE_NAME, encode, inspect
 from craft_apps.polling.controls_relay import ControlsRelay
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
@@ -75,13 +75,13 @@ def test_a_poller_that_never_read_them_keeps_the_fleets_for_its_web_processes_on
     with caplog.at_level(logging.WARNING, "craft_apps.polling.controls_relay"):
         relay.relay(Reads().controls, store, fake_clock.now_ms())
         relay.relay(Reads().controls, store, fake_clock.now_ms())
-    assert KeptControls(tmp_path).load() == YANKED
+    assert inspect(tmp_path).controls == YANKED
     [line] = [r.getMessage() for r in caplog.records if r.name == "craft_apps.polling.controls_relay"]
     assert "keeping the 1 controls the fleet shared (read at " in line
 
     store.write_controls(encode(ROLLING), fake_clock.now_ms() + S)
     relay.relay(Reads().controls, store, fake_clock.now_ms() + S)
-    assert KeptControls(tmp_path).load() == YANKED, "a kept file is this host's: never replaced from Redis"
+    assert inspect(tmp_path).controls == YANKED, "a kept file is this host's: never replaced from Redis"
 
 
 def test_a_key_that_isnt_controls_is_one_line_and_writes_nothing(
@@ -128,4 +128,4 @@ def test_the_poller_keeps_them_before_it_publishes_the_fleets_releases(
     assert newcomer.poller.warm_start()
     assert newcomer.served_tags()["photocraft"] == "v0.5.0"
     assert seen and all(seen), "the file was there at every publish"
-    assert KeptControls(tmp_path / "host-new").load() == YANKED
+    assert inspect(tmp_path / "host-new").controls == YANKED
