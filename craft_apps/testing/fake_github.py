@@ -654,18 +654,19 @@ class _Server(ThreadingHTTPServer):
             target=self.process_request_thread, args=(request, client_address), daemon=True
         )
         with self._live_lock:
+            self._handlers = {known for known in self._handlers if known.is_alive()}
             self._handlers.add(thread)
         thread.start()
 
     def track(self, connection: socket.socket) -> None:
         with self._live_lock:
             self._connections.add(connection)
-            self._handlers.add(threading.current_thread())
 
     def untrack(self, connection: socket.socket) -> None:
+        # The thread stays in ``_handlers``: it still runs after this (closing the socket), and
+        # ``join_handlers`` must wait for its end, not for this line.
         with self._live_lock:
             self._connections.discard(connection)
-            self._handlers.discard(threading.current_thread())
 
     def close_connections(self) -> None:
         """Unblocks every handler stuck reading or writing (keep-alive, slow clients)."""
