@@ -263,6 +263,11 @@ def _mode_metrics(view: HostView, policy: HealthPolicy) -> Iterable[Metric]:
         "Redis errors of this host's poller (it then polls alone).",
         value=counters.redis_errors,
     )
+    yield CounterMetricFamily(
+        "craft_apps_redis_unreadable_keys",
+        "Redis keys this host's poller refused as not ours (each key and reason once, as logged).",
+        value=counters.redis_unreadable,
+    )
     mode = "disabled" if not policy.polling_enabled else counters.mode
     modes = GaugeMetricFamily(
         "craft_apps_poller_mode", "1 for the poller's mode at its last tick.", labels=["mode"]

@@ -248,6 +248,7 @@ class SharedStore:
         self._scripts_refused = not use_scripts
         self._lock = threading.Lock()
         self._reported: dict[str, tuple[str, ...]] = {}
+        self.unreadable = 0  # refusals logged (a key, a new reason): for the host's counters
         self._decoded: dict[str, tuple[str, Release | None]] = {}  # hash key -> last release JSON
         self._fetch_read: dict[str, bool] = {}  # hash key -> whether its last read held a readable fetch
         # What the last read of each hash found: its change fields, its decoded entry, the release
@@ -431,6 +432,7 @@ class SharedStore:
             return
         self._reported[key] = problems
         if problems:
+            self.unreadable += 1
             logger.warning(
                 "Craft app releases: ignoring what can't be read in Redis key %s (%s); "
                 "the next fetch or revalidation of the app replaces it.",

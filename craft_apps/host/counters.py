@@ -3,8 +3,8 @@
 The poller is one process and the web workers are many: counting in the poller's memory would
 show nothing to a scrape, and counting per worker would show a different number per worker.
 So the poller adds each tick's numbers to a small table of the state file (GitHub requests by
-outcome, Redis errors, the last quota seen, its mode, its last tick and its clean stop), and any
-process reads them back.
+outcome, Redis errors, the Redis keys refused as unreadable, the last quota seen, its mode, its
+last tick and its clean stop), and any process reads them back.
 
 The table is optional: the writer creates it when missing (``CREATE TABLE IF NOT EXISTS``), a
 reader of a file without it sees zeros, and older code ignores a table it doesn't know. So it
@@ -43,6 +43,7 @@ class PollerCounters:
 
     requests: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
     redis_errors: int = 0
+    redis_unreadable: int = 0  # Redis keys refused as not ours, each reason once
     mode: str | None = None  # the last tick's, one of MODES
     tick_ms: int | None = None  # when the active poller last ticked
     stopped_ms: int | None = None  # when a poller last stopped cleanly, releasing the lease
@@ -55,6 +56,7 @@ class CountersUpdate:
 
     requests: dict[str, int] = field(default_factory=dict)
     redis_errors: int = 0
+    redis_unreadable: int = 0
     mode: str | None = None
     tick_ms: int | None = None
     stopped_ms: int | None = None
@@ -69,6 +71,8 @@ def record(store: StateStore, update: CountersUpdate) -> None:
     adds = [(f"requests.{name}", count) for name, count in update.requests.items() if count]
     if update.redis_errors:
         adds.append(("redis.errors", update.redis_errors))
+    if update.redis_unreadable:
+        adds.append(("redis.unreadable", update.redis_unreadable))
     sets: list[tuple[str, int | str]] = [
         (name, value)
         for name, value in (
@@ -114,6 +118,7 @@ def decode(rows: Mapping[str, object]) -> PollerCounters:
     return PollerCounters(
         requests={name: _count(rows.get(f"requests.{name}")) or 0 for name in OUTCOMES},
         redis_errors=_count(rows.get("redis.errors")) or 0,
+        redis_unreadable=_count(rows.get("redis.unreadable")) or 0,
         mode=mode if isinstance(mode, str) and mode in MODES else None,
         tick_ms=_count(rows.get("tick_ms")),
         stopped_ms=_count(rows.get("stopped_ms")),

@@ -286,6 +286,7 @@ def status_document(
             "configured": fleet.configured,
             "problem": fleet.problem,
             "errors": counters.redis_errors,
+            "unreadable_keys": counters.redis_unreadable,
             "shared_controls": _shared_controls_doc(fleet.controls),
         },
         "health": health_document(problems),
@@ -693,7 +694,9 @@ def _health_facts(doc: Mapping[str, Any], relative: _Relative) -> list[tuple[str
         reach = "not configured"
     else:
         reach = f"trouble: {redis['problem']}" if redis["problem"] else "reachable"
-    facts = [("redis", f"{reach}; {redis['errors']} errors counted by the poller")]
+    refused = redis["unreadable_keys"]
+    keys = f", {refused} unreadable {'key' if refused == 1 else 'keys'} refused" if refused else ""
+    facts = [("redis", f"{reach}; {redis['errors']} errors{keys} counted by the poller")]
     shared = redis.get("shared_controls")
     if redis["configured"] and not redis["problem"]:
         facts.append(("fleet controls", _shared_controls_text(shared, relative)))

@@ -33,6 +33,7 @@ class ControlsRelay:
         self.kept = KeptControls(state_dir)
         self._shared: tuple[Control, ...] | None = None  # what this process shared last
         self._refused: str | None = None
+        self.refusals = 0  # keys refused, each reason once (for the host's counters)
 
     def relay(
         self, read: Callable[[], tuple[Control, ...] | None], shared: SharedStore | None, now_ms: int
@@ -71,6 +72,7 @@ class ControlsRelay:
         if self._refused == reason:
             return
         self._refused = reason
+        self.refusals += 1
         logger.warning(
             "Craft apps release controls: ignoring Redis key %s, which doesn't hold controls (%s)",
             key,

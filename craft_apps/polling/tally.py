@@ -1,8 +1,9 @@
 """What each tick adds to the host's counters, and what ``--once`` exits with.
 
 After every tick the runner hands the tick's report here: its requests by outcome, the Redis
-errors since the last tick, the mode, the tick's time and GitHub's last quota go to the state
-file's counters (``craft_apps.host.counters``) in one small transaction. When the state file
+errors and the Redis keys refused as unreadable since the last tick, the mode, the tick's time
+and GitHub's last quota go to the state file's counters (``craft_apps.host.counters``) in one
+small transaction. When the state file
 can't be written the numbers are kept and added at the next tick that can, and the trouble is
 logged once, not every tick.
 """
@@ -32,8 +33,11 @@ class Tally:
         self._host = host
         self._clock = clock
         self._pending = CountersUpdate()
-        self._poller: Poller | None = None
-        self._redis_errors_counted = 0  # of self._poller's trouble log
+        # Running totals of objects that may be replaced (a new custody's poller, its relay) or
+        # outlive a custody (the shared store): each counted from where it was last seen.
+        self._redis_errors = _Since()
+        self._unreadable_keys = _Since()
+        self._unreadable_controls = _Since()
         self._trouble: str | None = None
 
     def after_tick(self, report: TickReport, poller: Poller, github: object) -> None:
@@ -46,10 +50,11 @@ class Tally:
             ("rate_limited", int(result.rate_limited)),
         ):
             pending.requests[outcome] = pending.requests.get(outcome, 0) + count
-        if poller is not self._poller:  # a new custody starts a new trouble log
-            self._poller, self._redis_errors_counted = poller, 0
-        pending.redis_errors += poller.redis_log.errors - self._redis_errors_counted
-        self._redis_errors_counted = poller.redis_log.errors
+        pending.redis_errors += self._redis_errors.added(poller.redis_log, poller.redis_log.errors)
+        if poller.shared is not None:
+            pending.redis_unreadable += self._unreadable_keys.added(poller.shared, poller.shared.unreadable)
+        relay = poller.controls_relay
+        pending.redis_unreadable += self._unreadable_controls.added(relay, relay.refusals)
         pending.mode = report.mode.value
         pending.tick_ms = self._clock.now_ms()
         quota = getattr(github, "last_quota", None)  # GitHubClient's; a stand-in may have none
@@ -72,6 +77,20 @@ class Tally:
             return
         self._pending = CountersUpdate()
         self._trouble = None
+
+
+class _Since:
+    """What a running total of one object added since it was last seen; a new object counts
+    from zero."""
+
+    def __init__(self) -> None:
+        self._of: object | None = None
+        self._seen = 0
+
+    def added(self, of: object, total: int) -> int:
+        seen = self._seen if of is self._of else 0
+        self._of, self._seen = of, total
+        return total - seen
 
 
 def stale_after_trouble(

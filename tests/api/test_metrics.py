@@ -58,7 +58,13 @@ def test_the_poller_numbers_come_from_the_state_file(site: Path, client: Client)
     quota = GitHubQuota(remaining=41, limit=60, reset_ms=START_MS + 3600 * S, seen_ms=START_MS)
     record(
         store,
-        CountersUpdate(requests={"fetched": 5, "failed": 3}, redis_errors=2, mode="coordinated", quota=quota),
+        CountersUpdate(
+            requests={"fetched": 5, "failed": 3},
+            redis_errors=2,
+            redis_unreadable=4,
+            mode="coordinated",
+            quota=quota,
+        ),
     )
     samples = scrape(client)
     requests = samples["craft_apps_github_requests_total"]
@@ -72,6 +78,7 @@ def test_the_poller_numbers_come_from_the_state_file(site: Path, client: Client)
     assert samples["craft_apps_github_quota_limit"][()] == 60
     assert samples["craft_apps_github_quota_reset_timestamp_seconds"][()] == (START_MS + 3600 * S) / 1000
     assert samples["craft_apps_redis_errors_total"][()] == 2
+    assert samples["craft_apps_redis_unreadable_keys_total"][()] == 4
     assert samples["craft_apps_poller_mode"][(("mode", "coordinated"),)] == 1
     assert samples["craft_apps_poller_mode"][(("mode", "standalone"),)] == 0
     assert samples["craft_apps_poller_lease_held"][()] == 1

@@ -1,7 +1,7 @@
 """The release controls shared through a real redis-server: every poller shares what its reads
 of the site's database found when it changed (the later read wins), and a poller that never read
 them, on a host without a kept file, writes the fleet's there before it publishes the releases
-they apply to; a key that doesn't decode is one line, and nothing is written from it."""
+they apply to; a key that doesn't decode is one line and one count, and nothing is written from it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ import redis
 from craft_apps.controls import ROLLOUT, YANK, Control, Step
 from craft_apps.fleet.entry import APP_TTL_MS
 from craft_apps.fleet.store import SharedStore
+from craft_apps.host.counters import read_counters
 from craft_apps.notices.kept_controls import FILE_NAME, encode, inspect
 from craft_apps.polling.controls_relay import ControlsRelay
+from craft_apps.polling.poller import Poller
+from craft_apps.polling.tally import Tally
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.hosts import Host
@@ -104,6 +107,7 @@ def test_a_key_that_isnt_controls_is_one_line_and_writes_nothing(
         redis_client.set(KEY, "a string")
         assert store.read_controls() is None
     assert not (tmp_path / FILE_NAME).exists()
+    assert (relay.refusals, store.unreadable) == (1, 2), "each refusal logged is counted"
     lines = [r.getMessage() for r in caplog.records]
     assert sum("doesn't hold controls" in line for line in lines) == 1, lines
     assert sum(f"Redis key {KEY} (controls of format '9'" in line for line in lines) == 1, lines
@@ -129,3 +133,40 @@ def test_the_poller_keeps_them_before_it_publishes_the_fleets_releases(
     assert newcomer.served_tags()["photocraft"] == "v0.5.0"
     assert seen and all(seen), "the file was there at every publish"
     assert inspect(tmp_path / "host-new").controls == YANKED
+
+
+def test_every_refusal_is_counted_once_in_the_hosts_counters_across_custodies(
+    tmp_path: Path,
+    redis_server: RedisServer,
+    redis_client: redis.Redis,
+    fake_clock: FakeClock,
+    github: FakeGitHub,
+) -> None:
+    redis_client.hset(
+        "craftApps:releases:app:photocraft", mapping={"v": "1", "fetched_ms": "1", "etag": "", "release": "{"}
+    )
+    host = Host("host-a", tmp_path, fake_clock, github, redis_server.client())
+    assert host.shared is not None and host.shared.write_controls("not the controls", fake_clock.now_ms())
+    host.poller.needs_history = Reads()
+    tally = Tally(host.store, fake_clock)
+    for _ in range(3):
+        tally.after_tick(host.poller.tick(), host.poller, host.client)
+        fake_clock.advance(30)
+    assert read_counters(host.store).redis_unreadable == 2, "the entry and the controls, each once"
+    assert host.served_tags()["photocraft"] == "v0.5.0", "the refused entry was replaced by a fetch"
+
+    successor = Poller(  # a new custody in the same process keeps the shared store
+        config=host.poller.config,
+        github=host.client,
+        host=host.store,
+        fence=host.poller.fence,
+        clock=fake_clock,
+        shared=host.shared,
+    )
+    successor.needs_history = Reads()
+    successor.load_host_state()
+    tally.after_tick(successor.tick(), successor, host.client)
+    tally.after_tick(successor.tick(), successor, host.client)
+    assert read_counters(host.store).redis_unreadable == 3, (
+        "its own relay's line, once; the store's not again"
+    )

@@ -27,11 +27,25 @@ def test_counts_add_up_and_values_are_replaced(store: StateStore):
     record(store, CountersUpdate(requests={"fetched": 13}, mode="coordinated", tick_ms=5, quota=QUOTA))
     record(
         store,
-        CountersUpdate(requests={"fetched": 1, "failed": 2}, redis_errors=3, mode="standalone", tick_ms=9),
+        CountersUpdate(
+            requests={"fetched": 1, "failed": 2},
+            redis_errors=3,
+            redis_unreadable=2,
+            mode="standalone",
+            tick_ms=9,
+        ),
     )
+    record(store, CountersUpdate(redis_unreadable=1))
     counters = read_counters(StateStore(store.state_dir))  # another process's reader
     assert counters.requests == {"fetched": 14, "not_modified": 0, "failed": 2, "rate_limited": 0}
-    assert (counters.redis_errors, counters.mode, counters.tick_ms, counters.quota) == (
+    assert (
+        counters.redis_errors,
+        counters.redis_unreadable,
+        counters.mode,
+        counters.tick_ms,
+        counters.quota,
+    ) == (
+        3,
         3,
         "standalone",
         9,

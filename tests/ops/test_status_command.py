@@ -95,6 +95,23 @@ def test_after_a_coordinated_round_it_shows_every_app_the_lease_and_the_quota(en
     assert "health           ok" in text.stdout
 
 
+def test_a_redis_key_the_poller_refused_is_counted_and_shown(env: dict[str, str], redis_client):
+    key = "craftApps:releases:app:photocraft"
+    redis_client.hset(key, mapping={"v": "1", "fetched_ms": "1", "etag": "", "release": "{"})
+    polled = manage(env, "poll_craft_releases", "--once")
+    assert polled.returncode == 0, polled.stderr
+    assert polled.stderr.count(f"ignoring what can't be read in Redis key {key}") == 1
+
+    doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
+    assert (doc["redis"]["errors"], doc["redis"]["unreadable_keys"]) == (0, 1)
+    assert [app["tag"] for app in doc["apps"] if app["key"] == "photocraft"] == ["v0.5.0"]
+    text = manage(env, "craft_apps_status").stdout
+    assert "redis            reachable; 0 errors, 1 unreadable key refused counted by the poller" in text
+
+    assert manage(env, "poll_craft_releases", "--once").returncode == 0  # the entry is ours now
+    assert json.loads(manage(env, "craft_apps_status", "--json").stdout)["redis"]["unreadable_keys"] == 1
+
+
 def test_check_exits_1_with_one_line_per_problem(env: dict[str, str], state_dir: Path):
     assert manage(env, "poll_craft_releases", "--once").returncode == 0
     assert manage(env, "craft_apps_status", "--check").returncode == 0
