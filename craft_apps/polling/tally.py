@@ -3,9 +3,8 @@
 After every tick the runner hands the tick's report here: its requests by outcome, the Redis
 errors and the Redis keys refused as unreadable since the last tick, the mode, the tick's time
 and GitHub's last quota go to the state file's counters (``craft_apps.host.counters``) in one
-small transaction. When the state file
-can't be written the numbers are kept and added at the next tick that can, and the trouble is
-logged once, not every tick.
+small transaction. When the state file can't be written the numbers are kept and added at the
+next tick that can, and the trouble is logged once, not every tick.
 """
 
 from __future__ import annotations
