@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -55,6 +55,8 @@ from craft_apps.fleet.connection import describe_error
 from craft_apps.fleet.entry import SharedAppEntry, SharedFailure
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CLAIM_WINDOW_MS = 60_000  # longer than one GitHub request can take (10 s connect + 30 s answer)
 WATCH_ATTEMPTS = 3
@@ -426,6 +428,10 @@ class SharedStore:
             )
         return reply, ()
 
+    def problems(self, key: str) -> tuple[str, ...]:
+        """Why the last read of ``key`` refused it; empty when it read well (or was absent)."""
+        return self._reported.get(key, ())
+
     def _report(self, key: str, problems: tuple[str, ...]) -> None:
         """Logs an unreadable key once per distinct reason, not on every read."""
         if self._reported.get(key, ()) == problems:
@@ -435,7 +441,7 @@ class SharedStore:
             self.unreadable += 1
             logger.warning(
                 "Craft app releases: ignoring what can't be read in Redis key %s (%s); "
-                "the next fetch or revalidation of the app replaces it.",
+                "it is never adopted, and the next write of the key replaces it.",
                 key,
                 "; ".join(problems),
             )
@@ -484,16 +490,17 @@ class SharedStore:
     def controls_key(self) -> str:
         return shared_controls.controls_key(self._prefix)
 
-    def read_controls(self) -> shared_controls.SharedControls | None:
-        """The release controls a poller shared last, as text, and when it read them; None when
-        absent or unreadable (logged once)."""
+    def read_controls(self, decode: Callable[[str], T]) -> tuple[T, int] | None:
+        """The release controls a poller shared last, as ``decode`` reads their text (a
+        ValueError: unreadable), and when it read them; None when absent or unreadable (logged
+        once, as every key)."""
         key = self.controls_key
         [reply] = self._pipelined(f"reading {key}", [("HGETALL", key)])
         fields, problems = self._hash_reply(key, reply)
         found = None
         if fields:
             try:
-                found = shared_controls.decode_controls(fields)
+                found = shared_controls.decode_controls(fields, decode)
             except ValueError as err:
                 problems = (*problems, str(err))
         self._report(key, problems)

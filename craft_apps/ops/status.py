@@ -128,14 +128,12 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
 
 
 def _shared_controls(store: SharedStore) -> tuple[int, int] | str | None:
-    found = store.read_controls()
-    if found is None:
-        return None
-    text, read_ms = found
-    try:
-        return len(decode_controls(text)), read_ms
-    except ValueError as err:
-        return one_line(f"they don't read as controls: {err}", 300)
+    found = store.read_controls(decode_controls)
+    if found is None:  # absent, or refused: the store says why
+        problems = store.problems(store.controls_key)
+        return one_line("; ".join(problems), 300) if problems else None
+    controls, read_ms = found
+    return len(controls), read_ms
 
 
 def _claim(reply: object) -> Claim | None:

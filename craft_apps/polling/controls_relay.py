@@ -21,7 +21,6 @@ from craft_apps.controls import Control
 from craft_apps.fleet.store import SharedStore
 from craft_apps.instants import format_ms
 from craft_apps.notices.kept_controls import KeptControls, decode, encode
-from craft_apps.text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +31,6 @@ class ControlsRelay:
     def __init__(self, state_dir: Path) -> None:
         self.kept = KeptControls(state_dir)
         self._shared: tuple[Control, ...] | None = None  # what this process shared last
-        self._refused: str | None = None
-        self.refusals = 0  # keys refused, each reason once (for the host's counters)
 
     def relay(
         self, read: Callable[[], tuple[Control, ...] | None], shared: SharedStore | None, now_ms: int
@@ -50,15 +47,10 @@ class ControlsRelay:
             return
         if self.kept.path.exists():
             return  # the web processes' own, read from the database: at least as good
-        found = shared.read_controls()
+        found = shared.read_controls(decode)  # a key that isn't controls: the store's one line
         if found is None:
             return
-        text, read_ms = found
-        try:
-            fleets = decode(text)
-        except ValueError as err:
-            self._refuse(shared.controls_key, one_line(str(err), 200))
-            return
+        fleets, read_ms = found
         self.kept.save(fleets)
         if self.kept.path.exists():
             logger.warning(
@@ -67,14 +59,3 @@ class ControlsRelay:
                 len(fleets),
                 format_ms(read_ms),
             )
-
-    def _refuse(self, key: str, reason: str) -> None:
-        if self._refused == reason:
-            return
-        self._refused = reason
-        self.refusals += 1
-        logger.warning(
-            "Craft apps release controls: ignoring Redis key %s, which doesn't hold controls (%s)",
-            key,
-            reason,
-        )

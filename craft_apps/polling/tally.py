@@ -32,11 +32,10 @@ class Tally:
         self._host = host
         self._clock = clock
         self._pending = CountersUpdate()
-        # Running totals of objects that may be replaced (a new custody's poller, its relay) or
-        # outlive a custody (the shared store): each counted from where it was last seen.
+        # Running totals of objects that may be replaced (a new custody's trouble log) or outlive
+        # a custody (the shared store): each counted from where it was last seen.
         self._redis_errors = _Since()
         self._unreadable_keys = _Since()
-        self._unreadable_controls = _Since()
         self._trouble: str | None = None
 
     def after_tick(self, report: TickReport, poller: Poller, github: object) -> None:
@@ -52,8 +51,6 @@ class Tally:
         pending.redis_errors += self._redis_errors.added(poller.redis_log, poller.redis_log.errors)
         if poller.shared is not None:
             pending.redis_unreadable += self._unreadable_keys.added(poller.shared, poller.shared.unreadable)
-        relay = poller.controls_relay
-        pending.redis_unreadable += self._unreadable_controls.added(relay, relay.refusals)
         pending.mode = report.mode.value
         pending.tick_ms = self._clock.now_ms()
         quota = getattr(github, "last_quota", None)  # GitHubClient's; a stand-in may have none

@@ -260,3 +260,6 @@ def test_the_controls_the_fleet_shares_show_with_redis(env: dict[str, str], redi
     assert store.write_controls("not the controls", read_ms + 1)
     shared = json.loads(manage(env, "craft_apps_status", "--json").stdout)["redis"]["shared_controls"]
     assert shared["controls"] is None and shared["problem"].startswith("they don't read as controls: ")
+    redis_client.hset("craftApps:releases:controls", "v", "9")  # a hash of another format shows too
+    shared = json.loads(manage(env, "craft_apps_status", "--json").stdout)["redis"]["shared_controls"]
+    assert shared["controls"] is None and shared["problem"].startswith("controls of format '9'")
