@@ -124,6 +124,19 @@ def pins_of_this_environment(path: Path) -> Path:
     return path
 
 
+def download(pip: list[str], *wanted: str) -> None:
+    """Into the wheelhouse, which never keeps a wheel of ours: pip takes a file of the same name
+    there as already downloaded, and the wheel under test is always named by its path."""
+    drop_ours()
+    run([*pip, "download", "--quiet", "--dest", str(WHEELHOUSE), *wanted])
+    drop_ours()
+
+
+def drop_ours() -> None:
+    for ours in WHEELHOUSE.glob("django_craft_apps-*"):
+        ours.unlink()
+
+
 def install(python: Path, wheel: Path, constraints: Path) -> None:
     """Offline from the wheelhouse; after downloading into it when something is missing."""
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
@@ -131,9 +144,7 @@ def install(python: Path, wheel: Path, constraints: Path) -> None:
     offline = [*pip, "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE), *wanted]
     if subprocess.run(offline, capture_output=True).returncode == 0:
         return
-    run([*pip, "download", "--quiet", "--dest", str(WHEELHOUSE), *wanted])
-    for ours in WHEELHOUSE.glob("django_craft_apps-*"):
-        ours.unlink()  # the wheel under test is always named by its path
+    download(pip, *wanted)
     run(offline)
 
 
@@ -262,7 +273,7 @@ def test_the_readme_install_command_keeps_the_sites_django(built: Built, tmp_pat
     site_django = f"Django=={django}"
     offline = [str(python), "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE)]
     if subprocess.run([*offline, site_django], capture_output=True).returncode != 0:
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), site_django])
+        download([sys.executable, "-m", "pip"], site_django)
         run([*offline, site_django])
     wheel = [str(built.wheel), "drf-spectacular-sidecar"]
 
@@ -271,10 +282,8 @@ def test_the_readme_install_command_keeps_the_sites_django(built: Built, tmp_pat
     # wheelhouse must offer those newest versions, as the index does, for the test to mean it.
     if not django_replaced(python, wheel, tmp_path / "bare.json", offline=True):
         assert django_replaced(python, wheel, tmp_path / "bare.json", offline=False), "the index's newest"
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *wheel])
+        download([sys.executable, "-m", "pip"], *wheel)
         assert django_replaced(python, wheel, tmp_path / "bare.json", offline=True)
-    for ours in WHEELHOUSE.glob("django_craft_apps-*"):
-        ours.unlink()  # the wheel under test is always named by its path
 
     # The README's command, run by a shell with the environment's python and pip first.
     command = f"pip install --quiet {built.wheel} drf-spectacular-sidecar {KEEP_DJANGO}"
@@ -282,7 +291,7 @@ def test_the_readme_install_command_keeps_the_sites_django(built: Built, tmp_pat
     where = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(WHEELHOUSE)}
     if subprocess.run(["sh", "-c", command], env=env | where, capture_output=True).returncode != 0:
         with_django = [*wheel, site_django]
-        run([sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *with_django])
+        download([sys.executable, "-m", "pip"], *with_django)
         run(["sh", "-c", command], env=env | where)
     version = run([str(python), "-c", "import django; print(django.get_version())"]).stdout.strip()
     assert version == django
