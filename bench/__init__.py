@@ -8,5 +8,7 @@ docs/benchmarks.md; tests/test_bench_smoke.py runs them at a tiny size so they n
 - ``python -m bench.endpoint``: the endpoint under gunicorn against a bare view and nginx
   (``release_controls``: the controls its ``--controls`` puts in force, and their checks);
 - ``python -m bench.footprint``: memory, CPU and Redis round trips of one poller's ticks;
+- ``python -m bench.cdn``: simulated launchers behind Varnish or nginx (or none) in front of the
+  real origin: origin load, bytes per poll, a release and a yank reaching them, an outage;
 - ``python -m bench.refine``: brotli at the request path's quality against the ``Refiner``'s.
 """

@@ -25,7 +25,7 @@ from bench.fleet import FleetOptions
 from bench.footprint import FootprintOptions
 from bench.launcher import LauncherOptions
 from bench.report import machine, markdown_table, read_json_output, rewrite_figures
-from craft_apps.compat import UTC
+from craft_apps.kernel.compat import UTC
 
 ROOT = Path(__file__).resolve().parent.parent
 

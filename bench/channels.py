@@ -43,10 +43,11 @@ def main(argv: list[str] | None = None) -> int:
     from bench.endpoint import fill_state
     from craft_apps.api.answer import build_release_info
     from craft_apps.api.answer_cache import encode_answer
-    from craft_apps.api.channels import beta_release_info
     from craft_apps.api.representation import best_brotli
     from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL
     from craft_apps.host.store import StateStore
+    from craft_apps.kernel.domain import Channel, ChannelApps
+    from craft_apps.kernel.serving import HostReleases, serve
 
     with tempfile.TemporaryDirectory(prefix="bench-channels-") as workdir:
         state_dir = Path(workdir)
@@ -55,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         snapshot = store.read()
         store.close()
     apps, web = DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL
-    everyone = frozenset(app.key for app in apps)
+    everyone = ChannelApps({Channel.BETA: {app.key for app in apps}})
     stable = build_release_info(apps, snapshot.apps, web)
-    beta = beta_release_info(stable, apps, everyone, snapshot.history, snapshot.history_fetches, web)
+    releases = HostReleases(apps, stable, web, snapshot.history, snapshot.history_fetches)
+    beta = serve(Channel.BETA, releases, everyone, (), 0)
     if beta is stable:
         raise SystemExit("the beta channel answers the stable release info: no prerelease in the state")
 
@@ -65,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return encode_answer(build_release_info(apps, snapshot.apps, web))
 
     def build_beta() -> object:
-        info = beta_release_info(stable, apps, everyone, snapshot.history, snapshot.history_fetches, web)
+        info = serve(Channel.BETA, releases, everyone, (), 0)
         return encode_answer(info, channel="beta")
 
     stable_body = encode_answer(stable).body

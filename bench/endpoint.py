@@ -64,18 +64,18 @@ from bench.site_paths import (
     BARE_NOT_MODIFIED,
     bare_path,
 )
-from craft_apps import signing
 from craft_apps.api.answer import RECHECK_S
 from craft_apps.api.representation import best_brotli
-from craft_apps.clock import SystemClock
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppState, Release
 from craft_apps.github.parsing import parse_release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
-from craft_apps.instants import format_ms
+from craft_apps.kernel import signing
+from craft_apps.kernel.clock import SystemClock
+from craft_apps.kernel.domain import AppState, Release
+from craft_apps.kernel.instants import format_ms
+from craft_apps.kernel.versions import tag_version
 from craft_apps.testing.demo_releases import demo_releases
-from craft_apps.versions import tag_version
 from tests.support import free_port
 
 logger = logging.getLogger(__name__)
@@ -212,7 +212,7 @@ def prepare_site_database(env: dict[str, str], workdir: Path, controls: bool = F
         "format": "craft_apps_notices",
         "version": 1,
         "app_channels": [
-            {"id": i + 1, "app_key": app.key, "beta": True} for i, app in enumerate(DEFAULT_APPS)
+            {"id": i + 1, "app_key": app.key, "channels": ["beta"]} for i, app in enumerate(DEFAULT_APPS)
         ],
     }
     channels = workdir / "channels.json"

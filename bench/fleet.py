@@ -45,20 +45,21 @@ from bench.report import WarningCounter, finish, markdown_table, start_redis
 from bench.stats import max_in_window
 from bench.virtual_time import VIRTUAL_CLOCK_LEASE, HostClock, HostKilled, Simulation
 from craft_apps.api.refresh import request_refresh
-from craft_apps.compat import UTC
 from craft_apps.conf import (
     DEFAULT_APPS,
     DEFAULT_GITHUB_WEB_URL,
     DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN,
     DEFAULT_REDIS_KEY_PREFIX,
 )
-from craft_apps.domain import AppSpec, Release
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.entry import FIELD_CLAIMED_MS, app_key
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec, Release
+from craft_apps.kernel.source import FetchOutcome, ListOutcome
 from craft_apps.polling.loop import PollingLoop
 from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.schedule import (
@@ -68,7 +69,6 @@ from craft_apps.polling.schedule import (
 )
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
-from craft_apps.source import FetchOutcome, ListOutcome
 from craft_apps.testing.clock import START_MS
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest
@@ -238,7 +238,7 @@ class CountingWakeUps(WakeUps):
 
 
 class CountingSource:
-    """The host's GitHub client (a ``craft_apps.source.Source``), noting when it asked;
+    """The host's GitHub client (a ``craft_apps.kernel.source.Source``), noting when it asked;
     ``after_request`` may kill the host."""
 
     def __init__(self, client: GitHubClient, clock: HostClock, stats: HostStats) -> None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.stats import percentile
-from craft_apps.domain import AppState
 from craft_apps.host.store import Fence, StateStore
+from craft_apps.kernel.domain import AppState
 
 
 @dataclass(frozen=True)

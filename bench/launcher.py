@@ -40,13 +40,13 @@ from typing import Any
 
 from bench.fleet import next_version
 from bench.report import finish, markdown_table
-from craft_apps.clock import SystemClock
-from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppSpec, AppState, Release
 from craft_apps.github.parsing import parse_release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.clock import SystemClock
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec, AppState, Release
 from craft_apps.testing.demo_releases import demo_release, demo_releases
 from tests.support import S
 

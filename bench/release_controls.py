@@ -25,8 +25,8 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from craft_apps.domain import Release
-from craft_apps.versions import tag_version
+from craft_apps.kernel.domain import Release
+from craft_apps.kernel.versions import tag_version
 
 ROLLOUT_APP = "filmcraft"
 YANK_APP = "wordcraft"
@@ -110,14 +110,13 @@ def describe(latest_tags: dict[str, str]) -> tuple[str, ...]:
 
 
 def write_controls(latest_tags: dict[str, str]) -> None:
-    """The two controls, as an operator's rows (``full_clean`` checks them with the tags the
-    host knows); each write bumps the notices' version."""
+    """The two controls, as an operator's rows (``full_clean`` checks them as the admin does);
+    each write bumps the notices' version."""
     from django.utils import timezone
 
-    from craft_apps.notices.models import ReleaseControl
+    from craft_apps.content.models import ReleaseControl
 
     step_at = timezone.now() + timedelta(days=1)
-    known = {app: frozenset({tag, previous_release_tag(tag)}) for app, tag in latest_tags.items()}
     rows = [
         ReleaseControl(
             app_key=ROLLOUT_APP,
@@ -132,7 +131,6 @@ def write_controls(latest_tags: dict[str, str]) -> None:
         ),
     ]
     for row in rows:
-        row.known_tags = known
         row.full_clean()
         row.save()
     if not rows[0].steps():
@@ -143,9 +141,9 @@ def encoded_per_version(versions: int) -> dict[str, Any]:
     """For ``versions`` state versions, the answers a runtime encoded per channel."""
     from craft_apps.api.channels import CHANNELS
     from craft_apps.api.runtime import Runtime, use
-    from craft_apps.clock import SystemClock
     from craft_apps.conf import app_settings
     from craft_apps.host.lease import Lease
+    from craft_apps.kernel.clock import SystemClock
 
     counts = dict.fromkeys(CHANNELS, 0)
     with use(Runtime(recheck_s=0.0)) as runtime:

@@ -43,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     from django.test import RequestFactory, override_settings
 
     from bench.endpoint import ENDPOINT_PATH, fill_state
-    from craft_apps import signing
     from craft_apps.api import views
     from craft_apps.api.runtime import runtime
+    from craft_apps.kernel import signing
 
     with tempfile.TemporaryDirectory() as directory:
         state_dir = Path(directory)
@@ -72,12 +72,13 @@ def main(argv: list[str] | None = None) -> int:
             body = runtime().answers.answer().body
         runtime().answers.clear()
         config = signing.SigningConfig((signing.parse_private_key(key),), signing.DEFAULT_VALIDITY_SECS)
-        once = _timed(lambda: signing.sign(config, body, 0), 200)
+        # Both signatures of a member, as every answer now carries (sig and sig2).
+        once = _timed(lambda: signing.sign(config, body, 0, order=1_790_000_000_000), 200)
     print(f"| `views.respond`, in process ({len(body):,} bytes of JSON) | brotli 200 | 304 |")
     print("|---|---|---|")
     for name, ok, not_modified in rows:
         print(f"| {name} | {ok:.1f} µs | {not_modified:.1f} µs |")
-    print(f"\nThe signature itself, once per answer and period: {once:.0f} µs.")
+    print(f"\nThe signature itself (sig and sig2), once per answer, order and period: {once:.0f} µs.")
     return 0
 
 

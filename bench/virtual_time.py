@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from craft_apps.domain import LeaseTiming
+from craft_apps.kernel.domain import LeaseTiming
 
 # The production loop renews its lease at each tick; between ticks a keeper thread does, which
 # a virtual clock can't drive. A lease that outlives any wait between ticks stands in for it.

@@ -1,23 +1,19 @@
 """craft_apps: the latest release of every Craft App, polled from GitHub once per fleet.
 
 The tiers, each a subpackage (``tests/test_layers.py`` pins which may import which): ``github``
-asks GitHub and reads its answers safely; ``host`` the host's private state file; ``fleet`` what
-hosts share through Redis; ``polling`` the poller; ``api`` what launchers, people and operators
-fetch, and the webhook; ``notices`` the renames, notices, channel settings and release
-controls edited in the admin; ``ops`` what
-``craft_apps_status`` reports; ``management`` the commands; ``testing`` the GitHub stand-in
-and fake clock the tests, the demo and the benchmarks run on (not in the wheel).
-
-Beneath them: ``domain`` the shared types and their rules, ``source`` what the poller asks of a
-release source, ``instants`` times, ``codec`` a release's stored JSON, ``clock`` time as a
-dependency, ``text`` outside text made one line, ``compat`` what Python 3.11 added (for 3.10),
-``signing`` the answer's Ed25519 signature and its verifier, ``versions`` which release is
-newest by version precedence (the beta channel), ``controls`` the operators' hold, yank and
-staged rollout (the rule and its check), ``conf`` every setting, ``checks``
-every system check. Where Django looks: ``apps``, ``models``, ``admin``, ``urls`` (and
-``migrations``). ``install_example`` applies the install snippet to a new site.
+asks GitHub; ``host`` the host's private state file; ``fleet`` what hosts share through Redis;
+``polling`` the poller; ``api`` what launchers, people and operators fetch, and the webhook;
+``content`` what operators edit in the admin (renames, notices, channels, release controls
+and policies); ``cdn`` the purge of a CDN's copy when an answer changes;
+``ops`` what ``craft_apps_status`` reports; ``management`` the commands; ``testing`` the GitHub
+stand-in and fake clock of the tests, the demo and the benchmarks (not in the wheel).
+Beneath them, ``kernel`` the pure rules and types every tier shares (no Django, no I/O).
+At the top only what Django looks for by name (``apps``, ``models``, ``admin``, ``urls``,
+``checks``, ``migrations``), ``conf`` every setting, and ``install_example``, which applies the
+install snippet to a new site. The rest: docs/architecture.md.
 """
 
 # The one place the version is written: pyproject.toml reads it (setuptools' dynamic version),
-# ``poll_craft_releases --version`` prints it.
+# docs/conf.py shows it, ``poll_craft_releases --version`` prints it; the example Dockerfile and
+# the Kubernetes manifests (examples/deploy) name it, and tests/test_version.py checks they do.
 __version__ = "0.2.0"

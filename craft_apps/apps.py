@@ -3,7 +3,7 @@ from django.apps import AppConfig
 
 class CraftAppsConfig(AppConfig):
     name = "craft_apps"
-    verbose_name = "Craft Apps release info"
+    verbose_name = "Craft apps"
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:

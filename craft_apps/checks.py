@@ -9,11 +9,13 @@ of the docs shows them all).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
@@ -25,6 +27,7 @@ from craft_apps.conf import (
     DEFAULT_GITHUB_WEB_URL,
     Problem,
     app_settings,
+    configured_value,
     describe,
 )
 from craft_apps.fleet.connection import alias_problems
@@ -121,6 +124,18 @@ CHECKS: dict[str, Check] = {
         "Set it to at least the polling interval ({minimum}); the default, 259200 (3 days), "
         "also outlasts a CDN's day of stale-if-error.",
     ),
+    "above_maximum:SIGNING_VALIDITY_SECS": Check(
+        "craft_apps.E143",
+        "{setting} is {value}, longer than a year ({maximum} s); using the default, {default}.",
+        "Set it to at most {maximum}; the default, 259200 (3 days), bounds how long a frozen feed "
+        "is trusted.",
+    ),
+    "placeholder_secret": Check(
+        "craft_apps.W008",
+        "{where} still holds a placeholder ({placeholder}) where a secret belongs; its value is not shown.",
+        "Set it to the real secret: the production example's files (an env file, a Kubernetes "
+        "Secret) ship CHANGE-ME in each one to be replaced.",
+    ),
     "unknown_keys": Check(
         "craft_apps.W004",
         "settings.CRAFT_APPS has unknown keys: {keys}; they are ignored.",
@@ -157,6 +172,16 @@ CHECKS: dict[str, Check] = {
         "Set {default_setting} to the same GitHub's address (for GitHub Enterprise Server, "
         "https://HOST/api/v3 and https://HOST).",
     ),
+    "cdn_purge_incomplete": Check(
+        "craft_apps.E151",
+        "The CDN purge is {kind!r} but {missing} is not set; nothing is purged.",
+        "Set it (docs/cdn.md, 'Purge on change'), or set {purge_kind_setting} to 'none'.",
+    ),
+    "cdn_purge_template": Check(
+        "craft_apps.E152",
+        "{purge_url_setting} is {value!r}, which has no '{{path}}'; nothing is purged.",
+        "Write where each path goes, e.g. 'http://127.0.0.1:6081{{path}}' for a Varnish on this host.",
+    ),
     "redis_shared_url": Check(
         "craft_apps.W006",
         "{where}['LOCATION'] is also the LOCATION of {sharing}; "
@@ -187,6 +212,8 @@ def _context(problem: Problem) -> Mapping[str, Any]:
     details["ttl_setting"] = describe("LEASE_TTL_SECS")
     details["retry_setting"] = describe("LEASE_RETRY_SECS")
     details["metrics_setting"] = describe("METRICS_TOKEN")
+    details["purge_kind_setting"] = describe("CDN_PURGE_KIND")
+    details["purge_url_setting"] = describe("CDN_PURGE_URL")
     return details
 
 
@@ -197,11 +224,69 @@ def finding(problem: Problem) -> Finding:
     return Finding(check.id, check.msg.format(**context), check.hint.format(**context))
 
 
-# Its own tag (``check --tag craft_apps``); none is deploy-only: each one matters on a developer's
-# machine as much as on a host.
+# Its own tag (``check --tag craft_apps``); these are not deploy-only: each one matters on a
+# developer's machine as much as on a host.
 @register(TAG)
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     return [_message(found) for found in configuration_problems()]
+
+
+# Deploy-only: a placeholder is what a developer's machine may well hold, a host must not.
+@register(TAG, deploy=True)
+def check_placeholder_secrets(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    return [_message(finding(problem)) for problem in placeholder_problems()]
+
+
+PLACEHOLDER = re.compile(r"change[-_ ]?me", re.IGNORECASE)
+SECRET_SETTINGS = (
+    "GITHUB_TOKEN",
+    "GITHUB_WEBHOOK_SECRET",
+    "METRICS_TOKEN",
+    "SIGNING_KEY",
+    "SIGNING_KEY_PREVIOUS",
+    "CDN_PURGE_TOKEN",
+)
+
+
+def placeholder_problems() -> list[Problem]:
+    """The secrets craft_apps reads that still hold the examples' ``CHANGE-ME``: its settings,
+    the password of its Redis alias's URL and of each database. Never the value itself."""
+    found: list[tuple[str, object]] = []
+    for key in SECRET_SETTINGS:
+        raw = configured_value(key)
+        if raw is not None:
+            found.append((describe(key), raw[0]))
+    caches = getattr(settings, "CACHES", None) or {}
+    alias = caches.get(app_settings.REDIS_ALIAS) if isinstance(caches, dict) else None
+    if isinstance(alias, dict):
+        locations = alias.get("LOCATION")
+        for location in locations if isinstance(locations, list | tuple) else [locations]:
+            where = f"The password in CACHES[{app_settings.REDIS_ALIAS!r}]['LOCATION']"
+            found.append((where, _password(location)))
+    databases = getattr(settings, "DATABASES", None) or {}
+    for name, database in databases.items() if isinstance(databases, dict) else ():
+        if isinstance(database, dict):
+            found.append((f"DATABASES[{name!r}]['PASSWORD']", database.get("PASSWORD")))
+    return [
+        Problem("placeholder_secret", {"where": where, "placeholder": "CHANGE-ME"})
+        for where, value in found
+        if _holds_placeholder(value)
+    ]
+
+
+def _password(location: object) -> str | None:
+    if not isinstance(location, str):
+        return None
+    try:
+        password = urlsplit(location).password
+    except ValueError:
+        return None
+    return None if password is None else unquote(password)
+
+
+def _holds_placeholder(value: object) -> bool:
+    texts = value if isinstance(value, list | tuple) else [value]
+    return any(isinstance(text, str) and PLACEHOLDER.search(text) is not None for text in texts)
 
 
 def configuration_problems() -> list[Finding]:

@@ -17,8 +17,14 @@ from typing import Any, Generic, TypeVar
 
 from django.conf import settings
 
-from craft_apps.domain import AppSpec, LeaseTiming
-from craft_apps.signing import DEFAULT_VALIDITY_SECS, SigningConfig, SigningKey, parse_private_key
+from craft_apps.kernel.domain import AppSpec, LeaseTiming
+from craft_apps.kernel.signing import (
+    DEFAULT_VALIDITY_SECS,
+    MAX_VALIDITY_SECS,
+    SigningConfig,
+    SigningKey,
+    parse_private_key,
+)
 
 T = TypeVar("T")
 
@@ -33,6 +39,10 @@ DEFAULT_REDIS_ALIAS = "craft_apps"
 DEFAULT_REDIS_KEY_PREFIX = "craftApps:releases:"
 DEFAULT_LEASE_TTL_SECS = 30.0
 DEFAULT_LEASE_RETRY_SECS = 2.0
+DEFAULT_CLOUDFLARE_API_URL = "https://api.cloudflare.com/client/v4"
+DEFAULT_CDN_PURGE_TIMEOUT_SECS = 5.0
+CDN_PURGE_KINDS = ("none", "http", "cloudflare")
+CDN_PURGE_METHODS = ("PURGE", "BAN")
 
 DEFAULT_APPS: tuple[AppSpec, ...] = (
     AppSpec("photocraft", "PhotoCraft", "storytold/photocraft"),
@@ -141,6 +151,24 @@ def parse_secret_list(value: object) -> tuple[str, ...] | None:
     return secrets or None
 
 
+def _parse_choice(choices: tuple[str, ...], fold: Callable[[str], str]) -> Callable[[object], str]:
+    """A parser for one of ``choices`` (compared after ``fold``); blank means the default."""
+
+    def parse(value: object) -> str:
+        text = fold(_parse_text(value))
+        if text and text not in choices:
+            raise ValueError(value)
+        return text or choices[0]
+
+    return parse
+
+
+def _parse_purge_url(value: object) -> str | None:
+    """An http(s) URL, kept as written but for trailing slashes; blank means none."""
+    text = _parse_text(value)
+    return _parse_url(text) if text else None
+
+
 def _parse_signing_key(value: object) -> SigningKey | None:
     """An Ed25519 private key (``signing.parse_private_key``); blank means none."""
     if isinstance(value, str) and not value.strip():
@@ -158,7 +186,8 @@ class Setting:
 
     ``parse`` raises ``TypeError``/``ValueError`` for a malformed value, which then counts as
     unset (its default) and is reported with ``expected``. A ``minimum`` raises a smaller
-    value to it (a warning); both may depend on other settings, so they are callables.
+    value to it (a warning); both may depend on other settings, so they are callables. A value
+    above ``maximum`` is an error, and the default is used.
     """
 
     key: str
@@ -170,6 +199,7 @@ class Setting:
     default: Callable[[], Any]
     minimum: Callable[[], int] | None = None
     secret: bool = False  # a malformed value is reported by its type only, never its text
+    maximum: int | None = None  # a larger value is an error: the default is used
 
 
 def _interval_default() -> int:
@@ -357,14 +387,84 @@ SETTINGS: tuple[Setting, ...] = (
         "SIGNING_VALIDITY_SECS",
         "CRAFT_APPS_SIGNING_VALIDITY_SECS",
         "int",
-        f"`{DEFAULT_VALIDITY_SECS}` (3 days), never below the polling interval",
+        f"`{DEFAULT_VALIDITY_SECS}` (3 days), never below the polling interval, at most "
+        f"`{MAX_VALIDITY_SECS}` (a year)",
         _parse_int,
         "a whole number of seconds",
         _const(DEFAULT_VALIDITY_SECS),
         lambda: _poll_interval(),
+        maximum=MAX_VALIDITY_SECS,
+    ),
+)
+# The CDN purge (docs/cdn.md), read together by ``cdn_purge_resolved``.
+SETTINGS += (
+    Setting(
+        "CDN_PURGE_KIND",
+        "CRAFT_APPS_CDN_PURGE_KIND",
+        "str: `none`, `http` (Varnish, Fastly, a purge module) or `cloudflare`",
+        "`none`: no purge, a change reaches launchers behind a CDN when its copy is due",
+        _parse_choice(CDN_PURGE_KINDS, str.lower),
+        "one of " + ", ".join(CDN_PURGE_KINDS),
+        _const("none"),
+    ),
+    Setting(
+        "CDN_PURGE_URL",
+        "CRAFT_APPS_CDN_PURGE_URL",
+        "str: for `http`, a URL template with `{path}`; for `cloudflare`, the API's base URL",
+        f"none for `http`; `{DEFAULT_CLOUDFLARE_API_URL}` for `cloudflare`",
+        _parse_purge_url,
+        "an http(s) URL",
+        _const(None),
+    ),
+    Setting(
+        "CDN_PURGE_METHOD",
+        "CRAFT_APPS_CDN_PURGE_METHOD",
+        "str: `PURGE` (one request per URL) or `BAN` (one per path prefix)",
+        "`PURGE`",
+        _parse_choice(CDN_PURGE_METHODS, str.upper),
+        "PURGE or BAN",
+        _const("PURGE"),
+    ),
+    Setting(
+        "CDN_PURGE_TOKEN",
+        "CRAFT_APPS_CDN_PURGE_TOKEN",
+        "str: Cloudflare's API token (Bearer), or Fastly's `Fastly-Key`",
+        "none (never logged, never written; the status says only whether it is set)",
+        non_blank_token,
+        "a string",
+        _const(None),
+        secret=True,
+    ),
+    Setting(
+        "CDN_PURGE_ZONE",
+        "CRAFT_APPS_CDN_PURGE_ZONE",
+        "str: the Cloudflare zone id",
+        "none",
+        _parse_text_or_default,
+        "a string",
+        _const(None),
+    ),
+    Setting(
+        "CDN_PUBLIC_URL",
+        "CRAFT_APPS_CDN_PUBLIC_URL",
+        "str: the public base URL launchers use, e.g. `https://updates.example.com`",
+        "none",
+        _parse_purge_url,
+        "an http(s) URL",
+        _const(None),
+    ),
+    Setting(
+        "CDN_PURGE_TIMEOUT_SECS",
+        "CRAFT_APPS_CDN_PURGE_TIMEOUT_SECS",
+        "float",
+        f"`{DEFAULT_CDN_PURGE_TIMEOUT_SECS:g}`: each purge request's connect and read timeout",
+        _parse_positive_seconds,
+        "a positive number of seconds",
+        _const(DEFAULT_CDN_PURGE_TIMEOUT_SECS),
     ),
 )
 BY_KEY: dict[str, Setting] = {setting.key: setting for setting in SETTINGS}
+CDN_PURGE_KEYS = tuple(setting.key for setting in SETTINGS if setting.key.startswith("CDN_"))
 ENV_VARS: dict[str, str] = {setting.key: setting.env for setting in SETTINGS}
 
 
@@ -382,6 +482,12 @@ def _raw(key: str) -> tuple[Any, str] | None:
     if env in os.environ:
         return os.environ[env], env
     return None
+
+
+def configured_value(key: str) -> tuple[Any, str] | None:
+    """The value ``key`` is configured with and where (the dict's key or the variable), as
+    given; None when unset. For checks that look at the text itself (a placeholder)."""
+    return _raw(key)
 
 
 def resolve(key: str) -> Resolved[Any]:
@@ -409,6 +515,10 @@ def resolve(key: str) -> Resolved[Any]:
             else:
                 details.update(value=value, default=default)
                 resolved.problems.append(Problem("invalid_value", details))
+    if setting.maximum is not None and resolved.value > setting.maximum:
+        details = {"key": key, "value": resolved.value, "maximum": setting.maximum, "default": default}
+        resolved.problems.append(Problem("above_maximum", details))
+        resolved.value = default
     if setting.minimum is not None:
         minimum = setting.minimum()
         if resolved.value < minimum:
@@ -593,18 +703,36 @@ class CraftAppsSettings:
         for key in (current.value, previous.value):
             if key is not None:
                 keys.setdefault(key.key_id, key)
-        config = SigningConfig(tuple(keys.values()), window.value) if keys else None
+        # Never past a year, even raised to a polling interval that is: an instant past year
+        # 9999 can't be written, and no setting may make an answer fail.
+        window_s = min(window.value, MAX_VALIDITY_SECS)
+        config = SigningConfig(tuple(keys.values()), window_s) if keys else None
         return Resolved(config, problems)
 
     @property
     def SIGNING(self) -> SigningConfig | None:
         return self.signing_resolved().value
 
+    def cdn_purge_resolved(self) -> Resolved[PurgeTarget | None]:
+        """The CDN purge target (``purge_target``); None: no purge."""
+        resolved = {key: resolve(key) for key in CDN_PURGE_KEYS}
+        target = purge_target({key: value.value for key, value in resolved.items()})
+        target.problems[:0] = [problem for value in resolved.values() for problem in value.problems]
+        return target
+
+    @property
+    def CDN_PURGE(self) -> PurgeTarget | None:
+        return self.cdn_purge_resolved().value
+
     def problems(self) -> list[Problem]:
         """Every setting's problems, in the table's order (each reported once)."""
         found: list[Problem] = []
         for setting in SETTINGS:
-            if setting.key == "APPS":
+            if setting.key in CDN_PURGE_KEYS[1:]:
+                continue  # reported with CDN_PURGE_KIND, as one configuration
+            elif setting.key == "CDN_PURGE_KIND":
+                found.extend(self.cdn_purge_resolved().problems)
+            elif setting.key == "APPS":
                 found.extend(self.apps_resolved().problems)
             elif setting.key == "LEASE_RETRY_SECS":
                 continue  # reported with LEASE_TTL_SECS, as one timing
@@ -626,6 +754,54 @@ class CraftAppsSettings:
         if not isinstance(configured, dict):
             return []
         return sorted(str(key) for key in configured if key not in BY_KEY)
+
+
+@dataclass(frozen=True)
+class PurgeTarget:
+    """Where and how to ask the CDN to drop an answer: ``kind`` ``http`` (``url`` a template with
+    ``{path}``, ``method`` PURGE or BAN) or ``cloudflare`` (``url`` the API's base, ``zone``).
+    The token is left out of the repr, so a log line naming the target never holds it."""
+
+    kind: str
+    url: str
+    method: str
+    public_url: str
+    timeout_s: float
+    token: str | None = field(default=None, repr=False)
+    zone: str | None = None
+
+    @property
+    def public_host(self) -> str:
+        """The host (and port) launchers ask: the ``Host`` a purge by URL names."""
+        return self.public_url.split("//", 1)[1].split("/", 1)[0]
+
+
+def purge_target(values: Mapping[str, Any]) -> Resolved[PurgeTarget | None]:
+    """The purge target the ``CDN_*`` settings' ``values`` describe; None with a problem when
+    they are incomplete (a purge that can't work must not look configured), None when off."""
+    kind = values["CDN_PURGE_KIND"]
+    if kind == "none":
+        return Resolved(None)
+    url = values["CDN_PURGE_URL"] or (DEFAULT_CLOUDFLARE_API_URL if kind == "cloudflare" else None)
+    needed = {"CDN_PURGE_URL": url, "CDN_PUBLIC_URL": values["CDN_PUBLIC_URL"]}
+    if kind == "cloudflare":
+        needed.update(CDN_PURGE_TOKEN=values["CDN_PURGE_TOKEN"], CDN_PURGE_ZONE=values["CDN_PURGE_ZONE"])
+    missing = [key for key, value in needed.items() if value is None]
+    if missing:
+        details = {"kind": kind, "missing": "; ".join(describe(key) for key in missing)}
+        return Resolved(None, [Problem("cdn_purge_incomplete", details)])
+    if kind == "http" and "{path}" not in str(url):
+        return Resolved(None, [Problem("cdn_purge_template", {"value": url})])
+    target = PurgeTarget(
+        kind,
+        str(url),
+        values["CDN_PURGE_METHOD"],
+        values["CDN_PUBLIC_URL"],
+        values["CDN_PURGE_TIMEOUT_SECS"],
+        token=values["CDN_PURGE_TOKEN"],
+        zone=values["CDN_PURGE_ZONE"],
+    )
+    return Resolved(target)
 
 
 def default_state_dir() -> Path:

@@ -1,7 +1,9 @@
 """``python -m craft_apps.install_example [project]``: applies the install snippet the wheel ships
 (``install_example.sh`` beside this module, shown in the README) to a site made by
-``django-admin startproject``, from the directory of its ``manage.py``. Installing the package
-from a clone or a wheel leaves no ``docs/`` directory behind; this needs none."""
+``django-admin startproject``, from the directory of its ``manage.py``. It says what it changed,
+adds each file's block only once (run again, it changes nothing), and refuses a project name
+without ``settings.py`` and ``urls.py`` in one line. Installing the package from a clone or a
+wheel leaves no ``docs/`` directory behind; this needs none."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Django finds an app's models here; they live in ``craft_apps.notices.models``."""
+"""Django finds an app's models here; they live in ``craft_apps.content.models`` (and the
+release policies in ``craft_apps.content.policy_models``)."""
 
-from craft_apps.notices.models import (
+from craft_apps.content.models import (
     Alert,
     Announcement,
     AppChannel,
@@ -9,6 +10,7 @@ from craft_apps.notices.models import (
     ReleaseControl,
     RepoRename,
 )
+from craft_apps.content.policy_models import ReleasePolicy
 
 __all__ = [
     "Alert",
@@ -17,5 +19,6 @@ __all__ = [
     "AppRename",
     "NoticesVersion",
     "ReleaseControl",
+    "ReleasePolicy",
     "RepoRename",
 ]

@@ -4,7 +4,8 @@
 a client of it, the server FLUSHALLed (and its scripts flushed) before each test;
 ``fresh_redis_server``: a server of the test's own, for tests that kill, pause, reconfigure it.
 ``install_runtime``: puts a web process's runtime of the test's parts in place (a fake clock,
-no reuse window, a feed on fake time) until the test ends.
+no reuse window, a feed on fake time) until the test ends; after every test the process's
+runtime stops its background looks (``runtime.quiet``).
 Django's test database is the site's engine (``DJANGO_DB_ENGINE``, see config/settings.py); a
 SQLite one is a file (never ``:memory:``) so that other processes can open it.
 """
@@ -76,6 +77,18 @@ def fresh_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     server = _start_redis(tmp_path / "redis")
     yield server
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_runtime() -> Iterator[None]:
+    """After each test, the web process's background looks stop: a beat left running would look
+    at the next test's database (or none) and log into its records."""
+    yield
+    import sys
+
+    runtime = sys.modules.get("craft_apps.api.runtime")  # only if a test made one
+    if runtime is not None:
+        runtime.quiet()
 
 
 @pytest.fixture

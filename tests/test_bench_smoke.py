@@ -7,6 +7,7 @@ load generator and Python's http.server, which is the same code path apart from 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import shutil
@@ -35,11 +36,11 @@ from bench.stats import max_in_window, percentile
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.api.answer import build_release_info
 from craft_apps.api.answer_cache import encode_answer
-from craft_apps.api.controls import controlled_release_info
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL
-from craft_apps.domain import AppState, Release
+from craft_apps.content.channels import read_controls
 from craft_apps.host.store import StateStore
-from craft_apps.notices.channels import read_controls
+from craft_apps.kernel.domain import AppState, Release
+from craft_apps.kernel.serving import controlled_release_info
 from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -338,3 +339,19 @@ def test_the_controls_bench_checks_what_the_answer_serves_and_fails_without_the_
     assert found is not None and f"{YANK_APP} still names its yanked tag" in found
     older = previous_release(snapshot.apps[YANK_APP].latest_release or release("v0.0.0"))
     assert tags[YANK_APP] not in repr(older) and older.assets, "the older release names its own tag"
+
+
+def test_the_tauri_benchmark_measures_each_path(capsys):
+    from bench import tauri
+
+    try:
+        assert tauri.main(["--requests", "3", "--rounds", "1"]) == 0
+    finally:
+        logging.disable(logging.NOTSET)  # the benchmark quiets the demo database's warnings
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == [
+        "| release_info",
+        "| tauri, an update (200)",
+        "| tauri, no update (204)",
+    ]
+    assert all(float(row.split(" | ")[1]) > 0 for row in rows[1:])

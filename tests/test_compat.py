@@ -1,4 +1,4 @@
-"""craft_apps.compat answers the same on every Python (the matrix runs this on 3.10, where the
+"""craft_apps.kernel.compat answers the same on every Python (the matrix runs this on 3.10, where the
 stand-ins are used, and on 3.11+, where they are the standard library's)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.compat import UTC, StrEnum, fromisoformat, sqlite_errorname
-from craft_apps.instants import parse_rfc3339
+from craft_apps.kernel.compat import UTC, StrEnum, fromisoformat, sqlite_errorname
+from craft_apps.kernel.instants import parse_rfc3339
 
 
 class Colour(StrEnum):

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from craft_apps.conf import DEFAULT_APPS, app_settings, non_blank_token, parse_app_list
-from craft_apps.domain import AppSpec
+from craft_apps.kernel.domain import AppSpec
 
 
 @pytest.fixture(autouse=True)

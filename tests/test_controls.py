@@ -1,4 +1,4 @@
-"""The release controls' rule (craft_apps.controls): what hold, yank and rollout serve, how a
+"""The release controls' rule (craft_apps.kernel.controls): what hold, yank and rollout serve, how a
 schedule moves, and the one check a set of controls must pass, on plain releases."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from craft_apps.compat import UTC
-from craft_apps.controls import (
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.controls import (
     HOLD,
     ROLLOUT,
     YANK,
@@ -21,9 +21,11 @@ from craft_apps.controls import (
     parse_schedule,
     problems,
     serve,
+    tag_known,
+    waiting,
 )
-from craft_apps.domain import Release, Rollout
-from craft_apps.instants import datetime_to_ms
+from craft_apps.kernel.domain import Release, Rollout
+from craft_apps.kernel.instants import datetime_to_ms
 from tests.support import release
 
 DAY = timedelta(days=1)
@@ -184,8 +186,36 @@ def test_a_rollout_of_a_yanked_tag_is_allowed_the_yank_wins() -> None:
     assert problems([rollout("v1.3.0", 25), yank("v1.3.0")]) == []
 
 
-def test_a_tag_is_checked_only_against_an_app_the_host_knows() -> None:
-    known = {"photocraft": frozenset({"v1.2.0", "v1.3.0"})}
-    found = problems([hold("v9.9.9"), Control("vectorcraft", YANK, "v9.9.9")], known)
-    assert [(p.index, p.field) for p in found] == [(0, "tag")]
-    assert "no release tagged v9.9.9 that this host knows (it knows v1.2.0, v1.3.0)" in found[0].message
+def test_a_tag_the_host_knows_no_release_of_is_no_problem_but_waits() -> None:
+    """Accepted (a control for a release not published yet), with a warning naming the tags the
+    host knows, newest first, and the closest one when the tag looks like a typo of it."""
+    known = {"photocraft": frozenset({"v1.2.0", "v1.3.0", "nightly", "v1.10.0"})}
+    controls = [hold("v1.3.0"), rollout("v1.3.1", 5), yank("v1.3.O"), Control("vectorcraft", YANK, "v2.0.0")]
+    assert problems(controls) == []
+    found = {w.index: w.message for w in waiting(controls, known)}
+    assert sorted(found) == [1, 2, 3]
+    assert found[1].startswith(
+        "photocraft has no release tagged v1.3.1 that this host knows "
+        "(it knows v1.10.0, v1.3.0, v1.2.0, nightly): the control is kept, "
+        "and applied the moment the release appears."
+    )
+    assert "Did you mean v1.3.0?" in found[2]
+    no_release = "vectorcraft has no release tagged v2.0.0 that this host knows (it knows no release"
+    assert no_release in found[3]
+    assert [tag_known(c, known) for c in controls] == [True, False, False, False]
+
+
+def test_the_warning_names_a_few_tags_then_an_ellipsis() -> None:
+    known = {"photocraft": frozenset(f"v1.{minor}.0" for minor in range(10))}
+    (found,) = waiting([hold("v2.0.0")], known)
+    assert "(it knows v1.9.0, v1.8.0, v1.7.0, v1.6.0, v1.5.0, v1.4.0, …)" in found.message
+
+
+def test_a_rollout_saved_before_its_release_starts_at_its_percentage_when_it_appears() -> None:
+    """Before: nothing changes (the listed release is served, no rollout). The moment the
+    release is listed: offered at the rollout's percentage, the one before it stays latest."""
+    staged = [rollout("v1.3.0", 25)]
+    before = serve(V1_2, (V1_2, V1_1), staged, "stable", NOW)
+    assert (before.latest_release, before.rollout) == (V1_2, None)
+    after = serve(V1_3, (V1_2, V1_1), staged, "stable", NOW)
+    assert after.latest_release is V1_2 and after.rollout == Rollout(V1_3, 25)

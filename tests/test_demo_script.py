@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.compat import UTC
+from craft_apps.kernel.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.docs_pages import check_offline

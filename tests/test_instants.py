@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.codec import decode_release, encode_release
-from craft_apps.compat import UTC
-from craft_apps.domain import AppState
-from craft_apps.instants import format_rfc3339, instant_or_none, parse_rfc3339
+from craft_apps.kernel.codec import decode_release, encode_release
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppState
+from craft_apps.kernel.instants import format_rfc3339, instant_or_none, parse_rfc3339
 from tests.support import publish, release
 
 

@@ -15,37 +15,46 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "craft_apps"
 
-# Layer of each top-level part of the package, lowest first. A module may import its own part
-# and any part of a strictly lower layer, and nothing else.
-LAYERS: dict[str, int] = {
-    "compat": -1,  # what Python 3.11 added, for 3.10: below everything
-    "domain": 0,
-    "instants": 0,
-    "clock": 0,
-    "codec": 1,
-    "versions": 1,  # the beta channel's version precedence: pure
-    "signing": 1,  # the Ed25519 signature and its reference verifier: pure, for launcher authors
+# Layer of each part of the package, lowest first. A module may import its own part and any part
+# of a strictly lower layer, and nothing else. The kernel's modules are parts of their own
+# (``kernel.domain``), so the order inside the kernel is held too.
+LAYERS: dict[str, float] = {
+    "kernel": -2,  # the kernel package itself: a docstring, no code
+    "kernel.compat": -1,  # what Python 3.11 added, for 3.10: below everything
+    "kernel.domain": 0,
+    "kernel.instants": 0,
+    "kernel.clock": 0,
+    "kernel.text": 0,
+    "kernel.codec": 1,
+    "kernel.versions": 1,  # a tag read as a version and which release is newest: pure
+    "kernel.signing": 1,  # the Ed25519 signature and its reference verifier, for launcher authors
     "conf": 2,
-    "controls": 2,  # hold, yank and staged rollout: the rule and its check, pure (uses versions)
-    "source": 2,  # what the poller asks of a release source and its answers; github implements it
+    "kernel.controls": 2,  # hold, yank and staged rollout: the rule, its check and its codec
+    "kernel.source": 2,  # what the poller asks of a release source; github implements it
+    "kernel.tauri_updates": 2,  # what the Tauri updater endpoint offers (uses versions)
+    "kernel.policies": 2.5,  # each app's release policy: what waits (uses controls)
+    "kernel.serving": 3,  # what each channel serves each app: the one serving rule
     "github": 3,
     "host": 3,
     "fleet": 3,
-    "notices": 3,  # the renames and notices in the site's database; the api side reads them
+    "content": 3,  # what operators edit: renames, notices, channels, release controls
     "polling": 4,
     "api": 4,
-    "models": 4,  # where Django looks for notices' models
+    "models": 4,  # where Django looks for the content's models
     "migrations": 4,
     "checks": 5,
     "admin": 5,  # previews with the api's serializers
     "urls": 5,
+    "ops": 5,  # what operators ask: craft_apps_status
     "apps": 6,
     "management": 6,
-    "text": 0,
     "testing": 6,
-    "ops": 5,  # what operators ask: craft_apps_status
+    "cdn": 5,  # purge on change: reads the answers (api), runs beside the poller
     "install_example": 6,  # runs the shipped install snippet; imports nothing of the package
 }
+# What Django looks for by name, the settings object and the install snippet: the only modules
+# at the top of the package; everything else is in a package named for what it holds.
+AT_THE_TOP = {"apps", "checks", "conf", "install_example", "models", "urls"}  # and admin/, a package
 
 
 def module_name(path: Path) -> str:
@@ -68,7 +77,9 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def part_of(module: str) -> str:
-    return module.split(".")[1]
+    """The layer's name of a module: its top-level part, or ``kernel.<module>`` in the kernel."""
+    parts = module.split(".")
+    return ".".join(parts[1:3]) if parts[1] == "kernel" else parts[1]
 
 
 @functools.cache
@@ -92,6 +103,33 @@ def test_imports_only_its_own_part_or_lower_layers(module: str) -> None:
         if part_of(target) != own and LAYERS[part_of(target)] >= LAYERS[own]
     )
     assert not wrong, f"{module} (layer {LAYERS[own]}) imports a same or higher layer: {wrong}"
+
+
+def test_the_kernel_imports_only_the_kernel() -> None:
+    """The kernel is pure: no Django, nothing of the package outside it (a test of plain data)."""
+    outside = sorted(
+        (src, dst)
+        for src, targets in graph().items()
+        if src != "craft_apps" and part_of(src).startswith("kernel")
+        for dst in targets
+        if not part_of(dst).startswith("kernel")
+    )
+    assert not outside
+    django = sorted(
+        str(path.relative_to(PACKAGE.parent))
+        for path in (PACKAGE / "kernel").rglob("*.py")
+        if any(
+            (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "django" for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "django")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        )
+    )
+    assert not django
+
+
+def test_the_top_holds_only_what_django_looks_for_and_the_entry_points() -> None:
+    top = {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    assert top == AT_THE_TOP
 
 
 def test_the_http_side_and_polling_never_import_each_other() -> None:
@@ -118,7 +156,7 @@ def test_nothing_the_wheel_ships_imports_the_testing_helpers() -> None:
 
 
 def test_polling_names_no_github_module() -> None:
-    """The poller knows its source only through ``craft_apps.source``; GitHub is plugged in above
+    """The poller knows its source only through ``craft_apps.kernel.source``; GitHub is plugged in above
     it (``poll_craft_releases`` hands ``GitHubClient.from_settings`` to the runner)."""
     naming = sorted(
         (src, dst)
@@ -128,7 +166,7 @@ def test_polling_names_no_github_module() -> None:
     )
     assert not naming
     assert any(
-        part_of(dst) == "source"
+        part_of(dst) == "kernel.source"
         for src, targets in graph().items()
         for dst in targets
         if part_of(src) == "polling"

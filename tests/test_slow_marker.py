@@ -28,9 +28,9 @@ def test_the_dev_run_leaves_out_the_slow_tests_and_the_matrix_runs_them_on_three
     assert matrix_pytest.strip() == 'session.run("pytest", "-q", "-n", "2", *only, *session.posargs)'
     assert 'only = [] if pair in EVERY_TEST_PAIRS else ["-m", "not slow"]' in source
     # The oldest pair, the development pair, the newest pair (PYTHONS and DJANGOS' ends).
-    assert 'EVERY_TEST_PAIRS = frozenset({"3.10-4.2", "3.11-5.2", "3.13-6.0"})' in source
+    assert 'EVERY_TEST_PAIRS = frozenset({"3.10-4.2", "3.11-5.2", "3.13-6.1"})' in source
     assert 'PYTHONS = ("3.10", "3.11", "3.12", "3.13")' in source
-    assert '"4.2": ("3.10", "3.11", "3.12"),' in source and '"6.0": ("3.12", "3.13"),' in source
+    assert '"4.2": ("3.10", "3.11", "3.12"),' in source and '"6.1": ("3.12", "3.13"),' in source
     assert "-m" not in str(pytestconfig.getini("addopts")).split()
 
     markers = [str(line) for line in pytestconfig.getini("markers")]

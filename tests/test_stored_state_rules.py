@@ -1,7 +1,7 @@
 """One rule for what a stored time, count and ETag may be, and for which entry is newer.
 
 The host's state file and the fleet's Redis hashes hold the same fields and read them as
-untrusted input; both decide with ``craft_apps.domain``'s rules, so a value one of them refuses
+untrusted input; both decide with ``craft_apps.kernel.domain``'s rules, so a value one of them refuses
 the other refuses too.
 """
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import MAX_TIME_MS, AppState, newer_wins
 from craft_apps.fleet.entry import app_entry_problems, decode_app_entry, encode_fetch
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import MAX_TIME_MS, AppState, newer_wins
 from tests.support import publish, release
 
 REPO = "storytold/photocraft"  # the repository every shared fetch here is of

@@ -6,17 +6,19 @@ OpenAPI names, ``validators`` the ETag and ``If-None-Match``, ``negotiation``
 ``Refiner``), ``caching`` how long each answer may be kept, ``answer_cache`` the answer kept per
 state version and channel, ``channels`` the ``?channel=`` parameter and the beta channel's
 answer, ``controls`` the release controls applied to a channel's answer, ``views`` the HTTP
-answers. People: ``downloads`` the download links (the one
+answers. Tauri apps' own updater: ``tauri`` its endpoint, ``tauri_answers`` its answers kept.
+People: ``downloads`` the download links (the one
 "which file" rule), ``platforms`` the visitor's system, ``pages`` the downloads page and
-``page_cache`` its rendered pages. Operators: ``health`` and ``metrics``; ``schema_views`` the
-schema-only DRF faces of the plain views (health, metrics, the webhook); ``docs_settings`` the
+``page_cache`` its rendered pages. Operators: ``health`` and ``metrics`` (with
+``policy_metrics``, the releases a release policy keeps back); ``schema_views`` the schema-only
+DRF faces of the plain views (health, metrics, the webhook); ``docs_settings`` the
 docs' drf-spectacular settings a site imports. GitHub: ``webhook`` its deliveries, ``refresh``
 the marks a delivery (and ``craft_apps_refresh``) writes.
 ``runtime`` holds what one web process keeps between requests (the clock, one store per state
-directory, both caches, the notices feed): every view asks it.
+directory, the caches, the notices feed): every view asks it.
 
 What it reads: the host's state file (every GET; at most once per 0.1 s for the endpoint) and
-the renames and notices in the site's database (``craft_apps.notices.feed``, in a background
+the renames and notices in the site's database (``craft_apps.content.feed``, in a background
 thread, never on the request path); ``metrics`` also the prometheus multiprocess directory.
 Only the webhook writes, and it is the one place that talks to Redis: a verified delivery marks
 its apps due on the host's state file and, with coordination, in the fleet's Redis. Never

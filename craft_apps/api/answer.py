@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from craft_apps.domain import AppReleaseInfo, AppSpec, AppState, ReleaseInfo
-from craft_apps.instants import ms_to_datetime
+from craft_apps.kernel.domain import AppReleaseInfo, AppSpec, AppState, ReleaseInfo
+from craft_apps.kernel.instants import ms_to_datetime
 
 RECHECK_S = 0.1  # the endpoint looks at the state file at most this often: a change shows within it
 

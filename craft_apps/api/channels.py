@@ -1,35 +1,27 @@
-"""The endpoint's channels: ``?channel=`` read from a request, and the beta channel's answer.
+"""The endpoint's channels on the HTTP side: ``?channel=`` read from a request, a link's query, a
+signature's variant. The channels themselves are ``domain.Channel``; what each serves is
+``serving.serve``.
 
 - **The parameter.** No ``channel`` or ``channel=stable`` is the stable channel, today's answer
-  byte for byte; ``channel=beta`` the beta channel. Anything else (another name, an empty
+  byte for byte; ``channel=beta`` (any channel's name) that channel. Anything else (another name, an empty
   value, the parameter given twice) is refused with one line saying why (``ChannelRefused``),
   which the views answer as a 400.
-- **The beta answer.** The same document as the stable one, in which each app whose beta
-  channel is on (``notices.models.AppChannel``) and that was fetched has as ``latest_release``
-  the newest of its stable latest and its release history (``versions.newest``). The history
-  counts only when it is of the app's repository (as a fetch is: ``domain.same_repo``,
-  ``domain.release_page_is_of``). Apps without beta, and apps not fetched yet, are listed as
-  on the stable channel.
 - **The variant.** Each channel's answer is signed with its variant (``signing``): "" for the
   stable channel (as before channels), the channel's name otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from django.http import HttpRequest
 from drf_spectacular.utils import OpenApiParameter
 
-from craft_apps.domain import AppSpec, Release, ReleaseInfo, release_page_is_of, same_repo
-from craft_apps.host.store import HistoryFetch
-from craft_apps.text import quoted
-from craft_apps.versions import newest
+from craft_apps.kernel.domain import Channel
+from craft_apps.kernel.text import quoted
 
-STABLE = "stable"
-BETA = "beta"
-CHANNELS = (STABLE, BETA)
+STABLE = Channel.STABLE
+CHANNELS = tuple(Channel)
 PARAMETER = "channel"
 
 
@@ -40,10 +32,16 @@ def schema_parameter(description: str) -> OpenApiParameter:
         str,
         OpenApiParameter.QUERY,
         required=False,
-        enum=list(CHANNELS),
-        default=STABLE,
+        enum=[channel.value for channel in CHANNELS],
+        default=STABLE.value,
         description=description,
     )
+
+
+def each_chosen(template: str, separator: str = ", ") -> str:
+    """``template`` said of each channel chosen per app (``{channel}``), joined: how the schema's
+    descriptions name them, so a new channel is described with no edit here."""
+    return separator.join(template.format(channel=c) for c in Channel.chosen_per_app())
 
 
 @dataclass(frozen=True)
@@ -53,13 +51,13 @@ class ChannelRefused:
     reason: str
 
 
-def requested_channel(request: HttpRequest) -> str | ChannelRefused:
+def requested_channel(request: HttpRequest) -> Channel | ChannelRefused:
     """The channel ``request`` asks for (``STABLE`` when it names none), or why it is refused."""
     query = request.META.get("QUERY_STRING")
     if not query:
         return STABLE  # what launchers send: no query to parse
-    if query == f"{PARAMETER}={BETA}":
-        return BETA  # what a beta launcher sends
+    if query == f"{PARAMETER}={Channel.BETA}":
+        return Channel.BETA  # what a beta launcher sends
     values = request.GET.getlist(PARAMETER)
     if not values:
         return STABLE
@@ -68,7 +66,7 @@ def requested_channel(request: HttpRequest) -> str | ChannelRefused:
         return ChannelRefused(f"give {PARAMETER} once, not {len(values)} times: {names}")
     value = values[0]
     if value in CHANNELS:
-        return value
+        return Channel(value)
     if value == "":
         return ChannelRefused(f"{PARAMETER} is empty; leave it out, or give {names}")
     return ChannelRefused(f"no channel {quoted(value)}; the channels are {names}")
@@ -81,40 +79,4 @@ def query(channel: str) -> str:
 
 def variant(channel: str) -> str:
     """What the signature names the channel's answer: "" for the stable channel."""
-    return "" if channel == STABLE else channel
-
-
-def history_of(
-    app: AppSpec,
-    history: Mapping[str, tuple[Release, ...]],
-    fetches: Mapping[str, HistoryFetch],
-    web_url: str,
-) -> tuple[Release, ...]:
-    """The app's history that counts: of its repository (as a fetch is), release by release."""
-    fetch = fetches.get(app.key)
-    if fetch is not None and fetch.repo is not None and not same_repo(fetch.repo, app.repo):
-        return ()  # the history of a repository the app no longer names
-    return tuple(r for r in history.get(app.key, ()) if release_page_is_of(r, app.repo, web_url))
-
-
-def beta_release_info(
-    stable: ReleaseInfo,
-    apps: tuple[AppSpec, ...],
-    beta_apps: frozenset[str],
-    history: Mapping[str, tuple[Release, ...]],
-    fetches: Mapping[str, HistoryFetch],
-    web_url: str,
-) -> ReleaseInfo:
-    """``stable`` with each fetched beta app's ``latest_release`` made the newest of its stable
-    latest and its history; ``stable`` itself when that changes nothing."""
-    changed = dict(stable.apps)
-    for app in apps:
-        listed = changed.get(app.key)
-        if app.key not in beta_apps or listed is None or listed.app_last_fetched is None:
-            continue
-        chosen = newest(listed.latest_release, history_of(app, history, fetches, web_url))
-        if chosen is not listed.latest_release:
-            changed[app.key] = replace(listed, latest_release=chosen)
-    if all(changed[key] is stable.apps[key] for key in stable.apps):
-        return stable
-    return replace(stable, apps=changed)
+    return "" if channel == STABLE else str(channel)

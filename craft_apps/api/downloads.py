@@ -33,9 +33,9 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from craft_apps.api.caching import FRESH_FOR_A_MINUTE, NOT_CACHEABLE
-from craft_apps.api.channels import ChannelRefused, requested_channel, schema_parameter
+from craft_apps.api.channels import ChannelRefused, each_chosen, requested_channel, schema_parameter
 from craft_apps.api.runtime import runtime
-from craft_apps.domain import (
+from craft_apps.kernel.domain import (
     AssetPlatform,
     CraftAppArch,
     CraftAppOs,
@@ -43,7 +43,7 @@ from craft_apps.domain import (
     ReleaseAsset,
     ReleaseInfo,
 )
-from craft_apps.text import quoted
+from craft_apps.kernel.text import quoted
 
 # Package types tried in this order when the request names none. The macOS command-line tools
 # (cli_zip) and AppImage update data (app_image_zsync) are never chosen on their own.
@@ -218,8 +218,9 @@ _PATH_PARAMETERS = [
         "arch", "CraftAppArch", "The CPU. On macOS a universal build is chosen before the exact CPU's."
     ),
     schema_parameter(
-        "The channel whose release to link to: `stable` (or no parameter), or `beta` (the release "
-        "`release_info?channel=beta` lists)."
+        "The channel whose release to link to: `stable` (or no parameter), "
+        + each_chosen("or `{channel}` (the release `release_info?channel={channel}` lists)")
+        + "."
     ),
 ]
 _RESPONSES: dict[int, Any] = {

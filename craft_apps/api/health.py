@@ -3,19 +3,85 @@
 Cheap and local: one look at the host's state file per request (three tiny SQLite reads), never
 GitHub or Redis, and never cached (``no-store``), so a probe always sees now. The rules are
 ``craft_apps.host.health``'s, the same ``craft_apps_status --check`` applies; ``?rules=`` picks
-some of them (``state_file,poller`` for a load balancer, see docs/operations.md).
+some of them (``state_file,poller`` for a load balancer, see docs/operations.md); ``state_file``
+and ``signing`` (a configured key this process can't sign with) always apply.
+
+A web process also says that a configured signing key can't be used in its log: one ERROR line,
+once (``report_unusable_key``). gunicorn runs no system checks, so ``E141``/``E142`` never reach
+a web worker's log; the endpoint and the health endpoint call it on each request, and it looks
+at the settings at most once a second (a clock read otherwise), logging each distinct problem
+once per process, never the key.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
 from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.api.runtime import runtime
-from craft_apps.host.health import current_policy, health_document, health_problems, parse_rules
+from craft_apps.conf import app_settings
+from craft_apps.host.health import (
+    current_policy,
+    health_document,
+    health_problems,
+    parse_rules,
+    unusable_key_problem,
+)
 from craft_apps.host.observe import HostView, observe
+
+logger = logging.getLogger(__name__)
+
+LOOK_EVERY_S = 1.0
+
+
+class UnusableKeyReport:
+    """What this process said about its signing keys, and when it looks again."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._next_look = -math.inf
+        self._pid = os.getpid()
+        self._said: set[str] = set()
+
+    def look(self) -> None:
+        """Logs the configured keys' problem if this process hasn't yet (at most one look a second)."""
+        now = self._monotonic()
+        if now < self._next_look and self._pid == os.getpid():
+            return
+        with self._lock:
+            if self._pid != os.getpid():  # a forked worker: its own process, its own line
+                self._pid, self._said = os.getpid(), set()
+            elif now < self._next_look:
+                return
+            self._next_look = now + LOOK_EVERY_S
+            signing = app_settings.signing_resolved()
+            problem = unusable_key_problem(signing.problems)
+            if problem is None or problem in self._said:
+                return
+            self._said.add(problem)
+        serving = "unsigned answers" if signing.value is None else "answers signed by the usable key only"
+        logger.error(
+            "Craft apps signing: %s; this process serves %s and its health readiness fails until it is fixed",
+            problem,
+            serving,
+        )
+
+
+_REPORT = UnusableKeyReport()
+
+
+def report_unusable_key() -> None:
+    """This process's one report (the endpoint and the health endpoint call it)."""
+    _REPORT.look()
 
 
 def host_view() -> HostView:
@@ -30,6 +96,7 @@ def health(request: HttpRequest) -> HttpResponse:
         rules = parse_rules(request.GET.get("rules", "").split(","))
     except ValueError as err:
         return _json({"status": "bad_request", "problems": [{"rule": "rules", "detail": str(err)}]}, 400)
+    report_unusable_key()
     problems = health_problems(host_view(), current_policy(), runtime().clock.now_ms(), rules)
     response = _json(health_document(problems, rules), 503 if problems else 200)
     # A 503 here is an answer, not a server error: keep django.request from logging an error at

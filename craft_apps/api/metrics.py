@@ -8,10 +8,11 @@ Two kinds of numbers, two homes, so that whichever web worker answers a scrape s
   (``craft_apps.host.counters``) and to its drops table (``craft_apps.host.drops``), and
   ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
 - What the web process serves and the release controls it applies (each channel's rollout
-  percentage, the controls in force, those naming a tag the host doesn't know) are read from
-  the process's own answers and the notices feed's last look, never from the database.
+  percentage, the controls in force, those naming a tag the host doesn't know, the releases a
+  release policy keeps back: ``api.policy_metrics``) are read from the process's own answers,
+  the notices feed's last look and the state file, never from the database.
 - The endpoint's answers, and the notices feed's failed looks and left-out items
-  (``craft_apps.notices.feed``), are counted where they happen, in each web worker, with
+  (``craft_apps.content.feed``), are counted where they happen, in each web worker, with
   prometheus_client's multiprocess mode: with ``PROMETHEUS_MULTIPROC_DIR`` set (the same empty
   directory for every worker of the host) each worker's counts go to a small file there and a
   scrape sums them all, dead workers' included. Without it, each worker shows only its own
@@ -36,21 +37,27 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from craft_apps.api.caching import NOT_CACHEABLE
-from craft_apps.api.channels import CHANNELS
 from craft_apps.api.controls import known_tags
 from craft_apps.api.health import host_view, without_body
+from craft_apps.api.policy_metrics import policy_metrics
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import Problem, app_settings
-from craft_apps.controls import ACTIONS, Control
-from craft_apps.domain import PollMode
-from craft_apps.host.counters import OUTCOMES
+from craft_apps.content import feed as notices_feed
+from craft_apps.content import kept_controls
+from craft_apps.host.counters import OUTCOMES, PURGE_OUTCOMES, UPDATER_OUTCOMES
 from craft_apps.host.drops import GONE, MOVED
-from craft_apps.host.health import RULES, HealthPolicy, current_policy, health_problems, lease_active
+from craft_apps.host.health import (
+    REPORTED_RULES,
+    HealthPolicy,
+    current_policy,
+    health_problems,
+    lease_active,
+)
 from craft_apps.host.observe import HostView
-from craft_apps.instants import datetime_to_ms
-from craft_apps.notices import feed as notices_feed
-from craft_apps.notices import kept_controls
-from craft_apps.source import DROP_REASONS
+from craft_apps.kernel.controls import ACTIONS, Control, tag_known
+from craft_apps.kernel.domain import Channel, PollMode
+from craft_apps.kernel.instants import datetime_to_ms
+from craft_apps.kernel.source import DROP_REASONS
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +72,12 @@ ANSWERS = Counter(
     ["status", "encoding"],
     registry=None,
 )
+TAURI_ANSWERS = Counter(
+    "craft_apps_tauri_answers",
+    "Answers of GET/HEAD /v1/craft_apps/updates/tauri/..., by HTTP status (200: an update, 204: none).",
+    ["status"],
+    registry=None,
+)
 
 
 def count_answer(response: HttpResponse) -> HttpResponse:
@@ -77,10 +90,31 @@ def count_answer(response: HttpResponse) -> HttpResponse:
             counter = web.answer_counters[key] = ANSWERS.labels(str(key[0]), key[1] or "identity")
         counter.inc()
     except Exception as err:  # an unusable PROMETHEUS_MULTIPROC_DIR, for one (check W132)
-        if not web.counting_failed:
-            web.counting_failed = True
-            logger.warning("Craft apps metrics: can't count the endpoint's answers: %s", err)
+        _not_counted(err)
     return response
+
+
+def count_tauri_answer(response: HttpResponse) -> HttpResponse:
+    """Counts one answer of the Tauri updater endpoint, as ``count_answer`` counts release_info's."""
+    web = runtime()
+    try:
+        counter = web.tauri_counters.get(response.status_code)
+        if counter is None:
+            counter = web.tauri_counters[response.status_code] = TAURI_ANSWERS.labels(
+                str(response.status_code)
+            )
+        counter.inc()
+    except Exception as err:
+        _not_counted(err)
+    return response
+
+
+def _not_counted(err: Exception) -> None:
+    """Says once per process that answers can't be counted."""
+    web = runtime()
+    if not web.counting_failed:
+        web.counting_failed = True
+        logger.warning("Craft apps metrics: can't count the endpoint's answers: %s", err)
 
 
 def metrics(request: HttpRequest) -> HttpResponse:
@@ -122,7 +156,13 @@ def registry() -> CollectorRegistry:
     if directory:
         MultiProcessCollector(built, path=directory)  # type: ignore[no-untyped-call]
     else:
-        for own in (ANSWERS, notices_feed.LOOK_FAILURES, notices_feed.LEFT_OUT, kept_controls.FAILURES):
+        for own in (
+            ANSWERS,
+            TAURI_ANSWERS,
+            notices_feed.LOOK_FAILURES,
+            notices_feed.LEFT_OUT,
+            kept_controls.FAILURES,
+        ):
             built.register(own)
     return built
 
@@ -146,29 +186,33 @@ class HostCollector:
         by_rule = GaugeMetricFamily(
             "craft_apps_health_problems", "Problems the health endpoint reports, by rule.", labels=["rule"]
         )
-        for rule in RULES:
+        for rule in REPORTED_RULES:
             by_rule.add_metric([rule], sum(problem.rule == rule for problem in problems))
         yield by_rule
-        yield _channel_metrics(policy.apps)
+        yield from _channel_metrics(policy.apps)
         yield from _control_metrics(policy.apps, view, now_ms)
         if view.problem is None:
             yield from _poller_metrics(view, policy, now_ms)
             yield from _app_metrics(view, policy, now_ms)
 
 
-def _channel_metrics(apps: Iterable[str]) -> Metric:
-    """Each app's beta setting as the web process serves it (the notices feed's last look)."""
+def _channel_metrics(apps: tuple[str, ...]) -> Iterable[Metric]:
+    """Each app's setting of each channel chosen per app (``craft_apps_app_beta``...) as the
+    web process serves it (the notices feed's last look)."""
     feed = runtime().feed
     feed.current()  # starts a look when one is due, as an answer does; never waits on the database
-    beta = feed.beta_apps()
-    gauge = GaugeMetricFamily(
-        "craft_apps_app_beta",
-        "1 when the app's beta channel is on (release_info?channel=beta serves its prereleases).",
-        labels=["app"],
-    )
-    for key in apps:
-        gauge.add_metric([key], int(key in beta))
-    return gauge
+    channel_apps = feed.channel_apps()
+    for channel in Channel.chosen_per_app():
+        gauge = GaugeMetricFamily(
+            f"craft_apps_app_{channel}",
+            f"1 when the app's {channel} channel is on "
+            f"(release_info?channel={channel} serves its prereleases).",
+            labels=["app"],
+        )
+        on = channel_apps.apps_on(channel)
+        for key in apps:
+            gauge.add_metric([key], int(key in on))
+        yield gauge
 
 
 def _control_metrics(apps: tuple[str, ...], view: HostView, now_ms: int) -> Iterable[Metric]:
@@ -181,10 +225,10 @@ def _control_metrics(apps: tuple[str, ...], view: HostView, now_ms: int) -> Iter
         "The share of launchers offered the app's rollout on the channel, as this worker serves it.",
         labels=["app", "channel"],
     )
-    for channel in CHANNELS:
+    for channel in Channel:
         for key, app in web.answers.answer(channel).release_info.apps.items():
             if app.rollout is not None:
-                rollout.add_metric([key, channel], app.rollout.percentage)
+                rollout.add_metric([key, channel.value], app.rollout.percentage)
     yield rollout
     controls = web.feed.controls()
     keys = sorted({*apps, *(c.app_key for c in controls)})
@@ -201,7 +245,9 @@ def _control_metrics(apps: tuple[str, ...], view: HostView, now_ms: int) -> Iter
             )
     yield in_force
     if view.problem is None:
-        yield _unknown_tag_metric(keys, controls, known_tags(view.snapshot, listed_only=False))
+        named = tuple(c for c in controls if c.action in ACTIONS)  # a policy names no tag
+        yield _unknown_tag_metric(keys, named, known_tags(view.snapshot))
+        yield from policy_metrics(view, now_ms)
 
 
 def _unknown_tag_metric(
@@ -213,8 +259,7 @@ def _unknown_tag_metric(
         labels=["app"],
     )
     for key in keys:
-        tags = known.get(key, frozenset())
-        unknown.add_metric([key], sum(c.app_key == key and c.tag not in tags for c in controls))
+        unknown.add_metric([key], sum(c.app_key == key and not tag_known(c, known) for c in controls))
     return unknown
 
 
@@ -222,6 +267,44 @@ def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterab
     yield from _github_metrics(view)
     yield from _mode_metrics(view, policy)
     yield from _lease_metrics(view, now_ms)
+    yield from _purge_metrics(view)
+
+
+def _purge_metrics(view: HostView) -> Iterable[Metric]:
+    """The CDN purges of this host's pollers (``craft_apps.cdn``), by outcome."""
+    counters = view.counters
+    purges = CounterMetricFamily(
+        "craft_apps_cdn_purges",
+        "CDN purge requests of this host's pollers: purged (taken), retried, failed (given up).",
+        labels=["outcome"],
+    )
+    for outcome in PURGE_OUTCOMES:
+        purges.add_metric([outcome], counters.purges.get(outcome, 0))
+    yield purges
+    if counters.purge_failed_ms is not None:
+        yield _gauge(
+            "craft_apps_cdn_purge_last_failure_timestamp_seconds",
+            "When a CDN purge was last given up (the answer then aged out).",
+            counters.purge_failed_ms / 1000,
+        )
+
+
+def _updater_metrics(view: HostView) -> Iterable[Metric]:
+    """The poller's reads of releases' Tauri updater files by outcome, and their downloads."""
+    counters = view.counters
+    reads = CounterMetricFamily(
+        "craft_apps_updater_reads",
+        "Reads of releases' Tauri updater files (latest.json or .sig files), by outcome.",
+        labels=["outcome"],
+    )
+    for outcome in UPDATER_OUTCOMES:
+        reads.add_metric([outcome], counters.updater.get(outcome, 0))
+    yield reads
+    yield CounterMetricFamily(
+        "craft_apps_updater_downloads",
+        "Downloads of releases' small files (latest.json, .sig) from GitHub's web side.",
+        value=counters.updater_downloads,
+    )
 
 
 def _github_metrics(view: HostView) -> Iterable[Metric]:
@@ -233,6 +316,7 @@ def _github_metrics(view: HostView) -> Iterable[Metric]:
     for outcome in OUTCOMES:
         requests.add_metric([outcome], counters.requests.get(outcome, 0))
     yield requests
+    yield from _updater_metrics(view)
     quota = counters.quota
     if quota is None:
         return

@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from craft_apps.api.representation import EncodedAnswer
-from craft_apps.domain import ReleaseInfo
+from craft_apps.kernel.domain import ReleaseInfo
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,13 @@ from craft_apps.api.downloads import choose, refused
 from craft_apps.api.page_cache import RenderedPage
 from craft_apps.api.platforms import ACCEPT_CH, ARCH_TITLES, OS_TITLES, VARY, Visitor, detect_visitor
 from craft_apps.api.runtime import runtime
-from craft_apps.domain import AppReleaseInfo, CraftAppOs, CraftAppPackageType, ReleaseAsset, ReleaseInfo
+from craft_apps.kernel.domain import (
+    AppReleaseInfo,
+    CraftAppOs,
+    CraftAppPackageType,
+    ReleaseAsset,
+    ReleaseInfo,
+)
 
 LAUNCHER_KEY = "artcraft-launcher"
 TEMPLATE = "craft_apps/downloads/page.html"

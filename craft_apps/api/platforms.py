@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from craft_apps.domain import CraftAppArch, CraftAppOs
+from craft_apps.kernel.domain import CraftAppArch, CraftAppOs
 
 # Hints the page asks for, and every header its content depends on.
 HINT_HEADERS = ("Sec-CH-UA-Platform", "Sec-CH-UA-Arch", "Sec-CH-UA-Bitness")

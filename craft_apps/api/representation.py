@@ -15,9 +15,11 @@ state version and kept, so a request only picks bytes.
   brotli or gzip.
 - Every form is deterministic (gzip's header carries no time), so every worker and every host
   sends the same bytes for the same state.
-- ``signed_form`` adds the Ed25519 signature (``craft_apps.signing``) when a signing key is
+- ``signed_form`` adds the Ed25519 signature (``craft_apps.kernel.signing``) when a signing key is
   set: made once per answer (state version and variant), signing period and keys, and kept on
-  the answer, so the requests of a period only pick it; a 304 needs none. Without a key it is
+  the answer, so the requests of a period only pick it; a 304 needs none. It carries the
+  answer's ``order_ms`` (what the answer cache worked out when it made it), which launchers
+  order answers by. Without a key it is
   the answer's own ETag and no header: byte for byte what is sent unsigned.
 """
 
@@ -28,16 +30,18 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import brotli
 
-from craft_apps import signing
 from craft_apps.api.negotiation import BROTLI, GZIP
 from craft_apps.api.validators import folded_etag, weak_etag
-from craft_apps.domain import ReleaseInfo
+from craft_apps.kernel import signing
+from craft_apps.kernel.controls import ROLLOUT, Control
+from craft_apps.kernel.domain import HistoryFetch, ReleaseInfo
+from craft_apps.kernel.instants import datetime_to_ms
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +105,7 @@ class EncodedAnswer:
     br: bytes = b""
     refined: bool = False  # whether ``br`` is at its best quality
     variant: str = ""  # which variant of the answer it is (signed over); "" the default one
+    order_ms: int = 0  # the latest instant its content reflects (``answer_order``; signed over)
     signature: SignatureSlot = field(default_factory=SignatureSlot, compare=False, repr=False)
 
     def content(self, coding: str) -> bytes:
@@ -140,12 +145,41 @@ def _signed(answer: EncodedAnswer, config: signing.SigningConfig, start: int, ma
     # The stable answer's tag is as before channels; another channel's also covers its name,
     # which its signature covers.
     channel = (answer.variant,) if answer.variant else ()
-    etag = folded_etag(answer.etag, "signed", *channel, start, config.window_s, *config.fingerprint[1])
+    keys = config.fingerprint[1]
+    etag = folded_etag(answer.etag, "signed", *channel, start, config.window_s, *keys, answer.order_ms)
 
     def make() -> tuple[tuple[str, str], ...]:
-        return ((signing.HEADER, signing.sign(config, answer.body, start, answer.variant)),)
+        value = signing.sign(config, answer.body, start, answer.variant, answer.order_ms)
+        return ((signing.HEADER, value),)
 
     return SignedForm(etag, made_for, make)
+
+
+def answer_order(
+    info: ReleaseInfo,
+    controls: Iterable[Control],
+    now_ms: int,
+    changed_ms: int | None = None,
+    history: Iterable[HistoryFetch] = (),
+) -> int:
+    """The latest instant (Unix ms) the answer made of ``info`` with ``controls`` at ``now_ms``
+    reflects; 0 when it reflects nothing yet (no fetch, no control, no known edit)."""
+    instants = [changed_ms or 0]
+    instants.extend(
+        datetime_to_ms(app.app_last_fetched) for app in info.apps.values() if app.app_last_fetched
+    )
+    instants.extend(fetch.fetched_ms for fetch in history if fetch.fetched_ms is not None)
+    instants.extend(_steps_reached(control, now_ms) for control in controls)
+    return max(instants)
+
+
+def _steps_reached(control: Control, now_ms: int) -> int:
+    """When a rollout's percentage last changed on its own by ``now_ms``: its last step reached
+    (a paused one stops at its pause, which is an edit); 0 for none."""
+    if control.action != ROLLOUT:
+        return 0
+    until = now_ms if control.paused_at_ms is None else min(now_ms, control.paused_at_ms)
+    return max((step.at_ms for step in control.steps if step.at_ms <= until), default=0)
 
 
 def refine(answer: EncodedAnswer) -> EncodedAnswer:

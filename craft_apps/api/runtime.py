@@ -2,8 +2,9 @@
 
 A ``Runtime`` holds the clock the operators' endpoints and the webhook read, one state store
 per state directory (the endpoint, the health and metrics endpoints share it), the endpoint's
-answer cache (``answer_cache``), the downloads pages (``page_cache``), the notices feed with its
-looker thread (``craft_apps.notices.feed``) and what the metrics endpoint says once. It is built
+answer cache (``answer_cache``), the downloads pages (``page_cache``), the Tauri updater's
+answers (``tauri_answers``), the notices feed with its
+looker thread (``craft_apps.content.feed``) and what the metrics endpoint says once. It is built
 on the first request that asks; each part reads the settings when it is used, never at import
 or build time, and a store is opened on the first ask for its directory.
 
@@ -30,11 +31,12 @@ from craft_apps.api.answer import RECHECK_S
 from craft_apps.api.answer_cache import AnswerCache
 from craft_apps.api.page_cache import PageCache
 from craft_apps.api.representation import Refiner
-from craft_apps.clock import Clock, SystemClock
+from craft_apps.api.tauri_answers import TauriAnswers
 from craft_apps.conf import app_settings
+from craft_apps.content.feed import NoticesFeed
+from craft_apps.content.items import Notices
 from craft_apps.host.store import StateStore
-from craft_apps.notices.feed import NoticesFeed
-from craft_apps.notices.items import Notices
+from craft_apps.kernel.clock import Clock, SystemClock
 
 # What a kept answer or page is made from, besides the state file and the notices.
 RESET_BY = frozenset({"CRAFT_APPS", "BASE_DIR", "TEMPLATES", "USE_TZ", "TIME_ZONE"})
@@ -60,16 +62,19 @@ class Runtime:
             recheck_s,
             monotonic,
             refiner,
-            self.feed.beta_apps,
+            self.feed.channel_apps,
             self.feed.controls,
             self.clock.now_ms,
+            self.feed.controls_changed_ms,
         )
         self.pages = PageCache()
+        self.tauri = TauriAnswers()  # the Tauri updater endpoint's answers (api.tauri)
         # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):
         # said once, not at every request.
         self.counting_failed = False
         # The endpoint's answer counter for each (status, Content-Encoding), made once.
         self.answer_counters: dict[tuple[int, str | None], Any] = {}
+        self.tauri_counters: dict[int, Any] = {}  # the Tauri endpoint's, per status
         self._stores: dict[Path, StateStore] = {}
         self._lock = threading.Lock()
 
@@ -93,6 +98,7 @@ class Runtime:
         """Forgets every kept answer, page and notice: the next request looks again."""
         self.answers.clear()
         self.pages.clear()
+        self.tauri.clear()
         self.feed.clear()
         self.counting_failed = False
 
@@ -132,6 +138,16 @@ def reset() -> None:
     current = _slot.runtime
     if current is not None:
         current.reset()
+
+
+def quiet() -> None:
+    """Ends the feed's beat and looker threads of this process's runtime and forgets what they
+    left (tests: no look runs against a database torn down between them); the next request
+    starts them again."""
+    current = _slot.runtime
+    if current is not None:
+        current.feed.close()
+        current.feed.clear()
 
 
 @contextmanager

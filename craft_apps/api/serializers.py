@@ -2,7 +2,7 @@
 
 Component names in the OpenAPI schema are the contract's type names (the class name without
 ``Serializer``). Optional fields are always present, as ``null``. Instants are RFC 3339 UTC with
-milliseconds only when they are not zero (``craft_apps.instants``). The three enums are named
+milliseconds only when they are not zero (``craft_apps.kernel.instants``). The three enums are named
 components (``CraftAppOs``, ``CraftAppArch``, ``CraftAppPackageType``), see ``schema``.
 """
 
@@ -15,9 +15,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from craft_apps.compat import StrEnum
-from craft_apps.domain import CraftAppArch, CraftAppOs, CraftAppPackageType
-from craft_apps.instants import format_rfc3339
+from craft_apps.kernel.compat import StrEnum
+from craft_apps.kernel.domain import CraftAppArch, CraftAppOs, CraftAppPackageType
+from craft_apps.kernel.instants import format_rfc3339
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
@@ -80,13 +80,18 @@ class CraftAppReleaseAssetSerializer(serializers.Serializer):  # type: ignore[ty
     platform = CraftAppAssetPlatformSerializer(
         allow_null=True,
         help_text="What the file name says it is, when it follows the naming scheme "
-        "`<app>-<version>-<os>-<arch>[-portable].<ext>`.",
+        "`<app>-<version>-<os>-<arch>[-portable].<ext>` or the Tauri bundler's "
+        "(`<Product>_<version>_x64_en-US.msi`, `_universal.dmg`, `_amd64.AppImage`, ...); null "
+        "otherwise, and for files the enums have no value for (an NSIS setup, a `.sig`, `latest.json`).",
     )
 
 
 class CraftAppReleaseSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    tag = serializers.CharField(help_text="Git tag (`v0.5.0`).")
-    version = serializers.CharField(help_text="The tag without its leading `v` (`0.5.0`).")
+    tag = serializers.CharField(help_text="Git tag (`v0.5.0`, `artcraft-v0.37.0`).")
+    version = serializers.CharField(
+        help_text="The SemVer version the tag names (`0.5.0`, `0.37.0`); for a tag that names "
+        "none, the tag without its leading `v`."
+    )
     name = serializers.CharField(help_text="Release title.")
     published_at = TimestampField()
     html_url = serializers.CharField(help_text="The release's page on GitHub.")

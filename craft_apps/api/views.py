@@ -26,8 +26,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
-from craft_apps.api.channels import ChannelRefused, requested_channel, schema_parameter
+from craft_apps.api.channels import ChannelRefused, each_chosen, requested_channel, schema_parameter
 from craft_apps.api.downloads import CraftAppsDownloadErrorSerializer, refused
+from craft_apps.api.health import report_unusable_key
 from craft_apps.api.metrics import count_answer
 from craft_apps.api.negotiation import IDENTITY, choose_encoding
 from craft_apps.api.representation import signed_form
@@ -55,9 +56,13 @@ class ReleaseInfoView(APIView):
         parameters=[
             schema_parameter(
                 "The channel. `stable` (or no parameter): each app's latest stable release. "
-                "`beta`: each app whose beta channel the operator turned on has as `latest_release` "
-                "the newest of its releases, prereleases included, by SemVer precedence of the tag; "
-                "every other app is listed as on `stable`. Each channel's answer has its own ETag."
+                + each_chosen(
+                    "`{channel}`: each app whose {channel} channel the operator turned on has as "
+                    "`latest_release` the newest of its releases, prereleases included, by SemVer "
+                    "precedence of the tag; every other app is listed as on `stable`. ",
+                    separator="",
+                )
+                + "Each channel's answer has its own ETag."
             )
         ],
         responses={
@@ -83,6 +88,7 @@ def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpR
     channel = requested_channel(request)
     if isinstance(channel, ChannelRefused):
         return refused(request, channel.reason, 400)
+    report_unusable_key()  # one line per process when a configured key can't sign
     answers = runtime().answers
     answer = answers.answer(channel)
     config = answers.signing

@@ -39,7 +39,7 @@ from django.views.decorators.csrf import csrf_exempt
 from craft_apps.api.refresh import refresh_stores, request_refresh
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
-from craft_apps.domain import AppSpec
+from craft_apps.kernel.domain import AppSpec
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from craft_apps.fleet.options import (
     SOCKET_CONNECT_TIMEOUT_SECS,
     SOCKET_TIMEOUT_SECS,
 )
-from craft_apps.text import one_line
+from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ database when it starts still applies them.
 
 One hash, ``<prefix>controls`` (``controls_key``; no app key can make it collide: entries are
 ``app:…``, histories ``history:…``). Its fields: ``v`` (this format, "1"), ``controls`` (the
-controls as text, opaque here: ``notices.kept_controls`` encodes them, and its decoder is
+controls as text, opaque here: ``content.kept_controls`` encodes them, and its decoder is
 passed in to read them) and
 ``read_ms`` (when the poller that wrote them read them from the site's database). It is written
 whole by the entries' guarded write, the later read winning (``domain.newer_wins``), by every
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from craft_apps.domain import is_stored_time
 from craft_apps.fleet.entry import FORMAT_VERSION, text_fields
+from craft_apps.kernel.domain import is_stored_time
 
 FIELD_CONTROLS = "controls"
 FIELD_READ_MS = "read_ms"

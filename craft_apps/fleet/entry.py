@@ -6,7 +6,7 @@ prefix is the setting ``REDIS_KEY_PREFIX`` (``conf.DEFAULT_REDIS_KEY_PREFIX`` by
 
 - ``v`` format version ``1``; ``fetched_ms`` when GitHub last answered 200 or 304 (Unix ms);
   ``etag`` that answer's ETag, empty for none; ``release`` the release as JSON
-  (``craft_apps.codec``), ``null`` when the repository has none;
+  (``craft_apps.kernel.codec``), ``null`` when the repository has none;
 - ``failed_ms`` / ``failures`` the last failed request and failures in a row by then;
 - ``claimed_ms`` when a host last started a request for the app; ``by`` the last writer's host;
 - ``repo`` the repository (``owner/name``) the fetch is of and ``repo_fetched_ms`` the
@@ -33,8 +33,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from craft_apps.codec import decode_release, encode_release
-from craft_apps.domain import (
+from craft_apps.kernel.codec import decode_release, encode_release
+from craft_apps.kernel.domain import (
     MAX_COUNT,
     Backoff,
     Release,
@@ -43,7 +43,7 @@ from craft_apps.domain import (
     is_stored_repo,
     is_stored_time,
 )
-from craft_apps.text import one_line
+from craft_apps.kernel.text import one_line
 
 APP_TTL_MS = 7 * 24 * 3600 * 1000
 BACKOFF_TTL_MS = 24 * 3600 * 1000

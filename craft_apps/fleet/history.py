@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from craft_apps.codec import decode_releases, encode_releases
-from craft_apps.domain import (
+from craft_apps.fleet.entry import FORMAT_VERSION, text_fields
+from craft_apps.kernel.codec import decode_releases, encode_releases
+from craft_apps.kernel.domain import (
     HistoryFetch,
     Release,
     is_stored_etag,
@@ -25,7 +26,6 @@ from craft_apps.domain import (
     is_stored_time,
     newest_first,
 )
-from craft_apps.fleet.entry import FORMAT_VERSION, text_fields
 
 FIELD_RELEASES = "releases"
 FIELD_ETAG = "etag"

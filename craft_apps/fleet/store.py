@@ -44,15 +44,15 @@ from redis.exceptions import NoPermissionError, RedisError, ResponseError, Watch
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
-from craft_apps.codec import decode_release
-from craft_apps.compat import StrEnum
 from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
-from craft_apps.domain import Backoff, HistoryFetch, Release, newer_wins
 from craft_apps.fleet import controls as shared_controls
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet import history as shared_history
 from craft_apps.fleet.connection import describe_error
 from craft_apps.fleet.entry import SharedAppEntry, SharedFailure
+from craft_apps.kernel.codec import decode_release
+from craft_apps.kernel.compat import StrEnum
+from craft_apps.kernel.domain import Backoff, HistoryFetch, Release, newer_wins
 
 logger = logging.getLogger(__name__)
 
@@ -505,6 +505,13 @@ class SharedStore:
                 problems = (*problems, str(err))
         self._report(key, problems)
         return found
+
+    def controls_present(self) -> bool:
+        """Whether Redis holds the shared controls key at all (one EXISTS): a flush or a lapse
+        is put right by the next poller that read the database."""
+        key = self.controls_key
+        [reply] = self._pipelined(f"looking for {key}", [("EXISTS", key)])
+        return reply == 1
 
     def write_controls(self, text: str, read_ms: int) -> bool:
         """Shares the release controls read from the site's database at ``read_ms``, unless

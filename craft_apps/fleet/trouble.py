@@ -1,6 +1,6 @@
 """Polling alone when Redis can't be used, and saying so without flooding the log.
 
-How a tick works is ``craft_apps.domain.PollMode.choose``'s. ``RedisTroubleLog`` warns when
+How a tick works is ``craft_apps.kernel.domain.PollMode.choose``'s. ``RedisTroubleLog`` warns when
 Redis trouble starts, then at most every 10 minutes while it lasts (with how many errors went
 unlogged), and logs once, at info, when Redis works again. Trouble is kept per operation
 (reading, the guarded writes, the backoff write): it ends only when every operation that failed

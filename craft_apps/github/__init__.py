@@ -1,4 +1,4 @@
-"""GitHub as the poller's release source (``craft_apps.source.Source``); the first tier.
+"""GitHub as the poller's release source (``craft_apps.kernel.source.Source``); the first tier.
 
 - ``client``: one request for a repository's latest release, as an outcome; the client the
   settings describe (``GitHubClient.from_settings``).
@@ -6,6 +6,10 @@
   ``rejudge`` applies the same rules to a stored release.
 - ``links``: where a link points once resolved as a browser resolves it, and whether that is
   inside the repository's release files.
+- ``tauri_names``: the Tauri bundler's file names as tauri-action uploads them: what each file
+  is to Tauri, and the platform the contract's enums can give it.
+- ``updater_files``: what to download for a release's Tauri updater files (its ``latest.json``
+  or its ``.sig`` files) and what of them is kept; the client downloads them.
 
 Nothing here knows about the state file, Redis or HTTP answers.
 """

@@ -1,9 +1,11 @@
 """One request to GitHub for a repository's latest release, as a typed outcome: GitHub as the
-poller's ``craft_apps.source.Source``.
+poller's ``craft_apps.kernel.source.Source``.
 
 Contract: ``GitHubClient.fetch_latest_release`` (and ``fetch_releases``, the release list of
 the history) never raises; every answer becomes ``Fetched``,
-``NotModified``, ``RateLimited`` or ``Failed`` (``craft_apps.source``, with a one-line reason);
+``NotModified``, ``RateLimited`` or ``Failed`` (``craft_apps.kernel.source``, with a one-line reason);
+``fetch_updater`` reads a release's Tauri updater files (``updater_files``) the same way, as
+``UpdaterFetched`` or ``UpdaterFailed``, downloading them without the token;
 ``rejudge`` applies ``parsing``'s rules to a stored release. ``GitHubClient.from_settings`` is
 the client the settings describe. Invariants: the token is
 sent only as ``Authorization: Bearer`` to GitHub's API host and never appears in a log line, a
@@ -43,11 +45,19 @@ from requests.utils import get_environ_proxies
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from craft_apps.clock import Clock
 from craft_apps.conf import app_settings
-from craft_apps.domain import GitHubQuota, Release
 from craft_apps.github.parsing import ReleaseRejected, read_release, read_release_list, rejudge
-from craft_apps.source import (
+from craft_apps.github.tauri_names import MANIFEST_NAME
+from craft_apps.github.updater_files import (
+    Download,
+    UpdaterRejected,
+    from_signatures,
+    read_manifest,
+    updater_plan,
+)
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.domain import GitHubQuota, Release
+from craft_apps.kernel.source import (
     Failed,
     Fetched,
     FetchOutcome,
@@ -56,8 +66,11 @@ from craft_apps.source import (
     ListOutcome,
     NotModified,
     RateLimited,
+    UpdaterFailed,
+    UpdaterFetched,
+    UpdaterOutcome,
 )
-from craft_apps.text import one_line
+from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +79,9 @@ DEFAULT_USER_AGENT = "django-craft-apps (craft apps release poller)"
 MAX_RETRY_AFTER_SECS = 86_400
 MAX_REDIRECTS = 5
 MAX_RESET_SECS = 253_402_300_799  # 9999-12-31: a later rate-limit reset is garbage
+# A small file of a release (latest.json, a .sig) takes at most this long, whatever the client's
+# total timeout: a round downloads a few of them, and stops at the first that fails.
+DOWNLOAD_TIMEOUT_S = 10.0
 _CHUNK_BYTES = 64 * 1024
 _ERROR_BODY_BYTES = 64 * 1024  # read from a non-200 answer, for its message and connection reuse
 _MAX_ETAG_CHARS = 512
@@ -181,8 +197,91 @@ class GitHubClient:
         return outcome
 
     def rejudge(self, release: Release, repo: str, web_url: str) -> Release | None:
-        """``parsing.rejudge``: a stored release judged by today's rules, as if GitHub sent it."""
+        """``parsing.rejudge``: a stored release judged by today's rules, as if GitHub sent it
+        (its updater files too, by ``updater_files.updater_judged``)."""
         return rejudge(release, repo, web_url)
+
+    def updater_downloads(self, release: Release) -> int:
+        """How many downloads ``fetch_updater`` makes for ``release`` (``updater_plan``)."""
+        return len(updater_plan(release))
+
+    def fetch_updater(self, release: Release) -> UpdaterOutcome:
+        """The release's Tauri updater files, from its ``latest.json`` or its ``.sig`` files
+        (``updater_files``), downloaded from their ``browser_download_url`` without the token
+        (the web side is not the API's rate limit, but each download is a request)."""
+        try:
+            return self._fetch_updater(release)
+        except Exception as exc:  # "never raises", as for the latest
+            reason = f"unexpected error: {type(exc).__name__}"
+            logger.error("Reading the updater files of %s failed unexpectedly: %s", release.tag, reason)
+            return UpdaterFailed(reason, 0)
+
+    def _fetch_updater(self, release: Release) -> UpdaterOutcome:
+        plan = updater_plan(release)
+        texts: dict[str, bytes] = {}
+        for count, download in enumerate(plan, start=1):
+            body = self._download(download)
+            if isinstance(body, Failed):
+                return UpdaterFailed(self._scrub(f"{download.name}: {body.reason}"), count)
+            texts[download.name] = body
+        if [download.name for download in plan] == [MANIFEST_NAME]:
+            try:
+                read = read_manifest(texts[MANIFEST_NAME], release, self._web_url)
+            except UpdaterRejected as rejected:
+                return UpdaterFetched((), len(plan), (rejected.reason,))
+        else:
+            read = from_signatures(texts, release)
+        return UpdaterFetched(read.files, len(plan), read.refused)
+
+    def _download(self, download: Download) -> bytes | Failed:
+        """One small file: at most ``download.limit`` bytes within ``DOWNLOAD_TIMEOUT_S``,
+        following redirects (GitHub sends downloads to its file host) but never off https."""
+        timeout = min(self._total_timeout, DOWNLOAD_TIMEOUT_S)
+        headers = {"User-Agent": self._user_agent, "Accept": "application/octet-stream"}
+        with _Deadline(timeout) as deadline:
+            try:
+                response = self._session.get(
+                    download.url,
+                    headers=headers,
+                    timeout=(min(self._connect_timeout, timeout), timeout),
+                    stream=True,
+                    allow_redirects=True,
+                    hooks={"response": [self._refuse_insecure_redirect]},
+                    proxies=get_environ_proxies(download.url),
+                    verify=self._verify(),
+                )
+            except requests.RequestException as exc:
+                return self._request_failed(exc, deadline)
+            with response:
+                try:
+                    body = self._small_file(response, download.limit)
+                except requests.RequestException as exc:
+                    return self._request_failed(exc, deadline)
+            if deadline.expired:
+                return Failed(f"no complete answer within {timeout:g} s")
+            return body
+
+    def _small_file(self, response: requests.Response, limit: int) -> bytes | Failed:
+        if response.status_code != 200:
+            return Failed(f"HTTP {response.status_code} {_echo(response.reason or '', 80)}".rstrip())
+        declared = _int_header(response.headers.get("Content-Length"))
+        if declared is not None and declared > limit:
+            return Failed(f"too large: {declared} bytes declared, over {limit}")
+        body = _read_at_most(response, limit)
+        return Failed(f"too large: over {limit} bytes") if body is None else body
+
+    def _refuse_insecure_redirect(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """A response hook: a redirect from https to anything else is refused (a download's
+        whole rule; the API's adds its host)."""
+        target = self._session.get_redirect_target(response)
+        if target is None:
+            return
+        resolved = urlsplit(urljoin(response.url, target))
+        if urlsplit(response.url).scheme == "https" and resolved.scheme != "https":
+            response.close()
+            raise _RedirectRefused(
+                f"refused a redirect from https to {_echo(resolved.scheme or 'no scheme', 20)}"
+            )
 
     def _fetch(
         self, repo: str, etag: str | None, *, per_page: int | None = None
@@ -324,15 +423,11 @@ class GitHubClient:
         """A response hook, run on every answer of a request, redirects included, before the
         next one is asked for: an answer that came over https is never followed elsewhere, and
         no answer is followed off the API's host (a rename redirects within it)."""
+        self._refuse_insecure_redirect(response)
         target = self._session.get_redirect_target(response)
         if target is None:
             return
         resolved = urlsplit(urljoin(response.url, target))
-        if urlsplit(response.url).scheme == "https" and resolved.scheme != "https":
-            response.close()
-            raise _RedirectRefused(
-                f"refused a redirect from https to {_echo(resolved.scheme or 'no scheme', 20)}"
-            )
         if (resolved.hostname or "") != (urlsplit(self._api_url).hostname or ""):
             response.close()
             raise _RedirectRefused(

@@ -13,8 +13,8 @@ Owner and repository names compare as GitHub compares them, case-insensitively: 
 are judged against the repository as the answer's release page spells it when that is the
 configured one in another case. After a redirect GitHub followed for a renamed repository
 (``renamed=True``), the answer's repository is taken as it names itself. ``read_release`` also
-says how many assets it dropped and why (``craft_apps.source.DROP_REASONS``), for the poller to
-report; assets past ``craft_apps.source.MAX_ASSETS`` (GitHub's own limit) are dropped.
+says how many assets it dropped and why (``craft_apps.kernel.source.DROP_REASONS``), for the poller to
+report; assets past ``craft_apps.kernel.source.MAX_ASSETS`` (GitHub's own limit) are dropped.
 """
 
 from __future__ import annotations
@@ -22,28 +22,28 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from craft_apps.domain import (
+from craft_apps.github.links import link_under, on_another_host, segments_under
+from craft_apps.github.tauri_names import tauri_platform
+from craft_apps.github.updater_files import updater_judged
+from craft_apps.kernel.domain import (
     AssetPlatform,
     CraftAppArch,
     CraftAppOs,
     CraftAppPackageType,
     Release,
     ReleaseAsset,
+    tag_problem,
 )
-from craft_apps.github.links import link_under, on_another_host, segments_under
-from craft_apps.instants import format_rfc3339, instant_or_none
-from craft_apps.source import DROP_REASONS, MAX_ASSETS
-from craft_apps.text import ELLIPSIS, one_line
+from craft_apps.kernel.instants import format_rfc3339, instant_or_none
+from craft_apps.kernel.source import DROP_REASONS, MAX_ASSETS
+from craft_apps.kernel.text import ELLIPSIS, one_line
+from craft_apps.kernel.versions import served_version
 
-# Git sets no length on a tag, but it keeps each ref as a file, and a file name over 255 bytes is
-# refused by the usual filesystems (ext4, APFS, NTFS); GitHub's tags live within that. So 255
-# UTF-8 bytes, not fewer: changesets-style tags (``@scope/package@1.2.3-rc.1``) run long.
-MAX_TAG_BYTES = 255
 MAX_NAME_CHARS = 200
 MAX_NOTES_BYTES = 64 * 1024
 MAX_FILE_NAME_CHARS = 200
@@ -58,8 +58,6 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAK = re.compile("\r\n?")
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-# What ``git check-ref-format`` refuses in a name, beyond spaces and controls.
-_GIT_REFUSED_IN_TAG = re.compile(r"\.\.|@\{|//|[~^:?*\[\\]|^/|/$|\.$|^@$|(^|/)\.|\.lock(/|$)")
 
 
 @dataclass(frozen=True)
@@ -147,8 +145,7 @@ def _read_object(release: dict[str, Any], repo: str, web_url: str, renamed: bool
     assets = _assets(release.get("assets", []), f"{releases_page}download/", web_url, dropped)
     parsed = Release(
         tag=tag,
-        # A tag of just "v" keeps itself as the version rather than an empty one.
-        version=tag[1:] if tag[0] in "vV" and len(tag) > 1 else tag,
+        version=served_version(tag),
         name=_name(release.get("name"), tag),
         published_at=_published_at(release.get("published_at")),
         html_url=html_url,
@@ -203,9 +200,10 @@ def rejudge(release: Release, repo: str, web_url: str = "https://github.com") ->
         ],
     }
     try:
-        return parse_release(json.dumps(answer).encode("utf-8"), repo, web_url)
+        judged = parse_release(json.dumps(answer).encode("utf-8"), repo, web_url)
     except ReleaseRejected:
         return None
+    return replace(judged, updater=updater_judged(release.updater, judged, web_url))
 
 
 def _json_object(body: bytes) -> dict[str, Any]:
@@ -230,17 +228,13 @@ def _json_value(body: bytes) -> Any:
 
 
 def _tag(value: object) -> str:
-    if not isinstance(value, str) or not value:
+    # Git refuses such tags, so one here means the answer is not GitHub's: the rule operators'
+    # release controls follow too (``domain.tag_problem``).
+    if not isinstance(value, str):
         raise ReleaseRejected("the release has no tag")
-    size = len(value.encode("utf-8", errors="surrogatepass"))
-    if size > MAX_TAG_BYTES:
-        raise ReleaseRejected(f"the tag is {size} bytes long, over {MAX_TAG_BYTES}")
-    # Git refuses such tags, so one here means the answer is not GitHub's. Refusing them also
-    # keeps the tag (and the version) from climbing out of a path or a link built from it.
-    if not value.isprintable() or any(c.isspace() for c in value):
-        raise ReleaseRejected("the tag holds spaces or control characters")
-    if _GIT_REFUSED_IN_TAG.search(value):
-        raise ReleaseRejected("the tag is not a name git allows ('..', a part starting with '.', ...)")
+    problem = tag_problem(value)
+    if problem is not None:
+        raise ReleaseRejected(problem)
     return value
 
 
@@ -381,19 +375,21 @@ _WEB_BUILD = re.compile(r".+-web-[vV]?[0-9].*\.zip")
 
 
 def parse_platform(name: str) -> AssetPlatform | None:
-    """What an asset's file name says it is, or None when it does not follow the naming scheme.
+    """What an asset's file name says it is, or None when it follows no naming scheme we know.
 
-    ``<app>-<version>-<os>-<arch>[-portable].<ext>``, ``<app>-cli-<version>-macos-<arch>.zip``
-    and ``<app>-web-<version>.zip``, matched case-sensitively. A name ending in a known
-    ``-<os>-<arch>`` is judged by that form alone, so "-web-" inside an app key or version
-    never turns a native package into the web build.
+    The Craft App scheme first: ``<app>-<version>-<os>-<arch>[-portable].<ext>``,
+    ``<app>-cli-<version>-macos-<arch>.zip`` and ``<app>-web-<version>.zip``, matched
+    case-sensitively. A name ending in a known ``-<os>-<arch>`` is judged by that form alone,
+    so "-web-" inside an app key or version never turns a native package into the web build,
+    and such a name is never read by the other scheme. Then the Tauri bundler's names as
+    tauri-action uploads them (``craft_apps.github.tauri_names``).
     """
     native = _native_parts(name)
     if native is not None:
         return _native_platform(*native)
     if _WEB_BUILD.fullmatch(name) and not name.endswith("-portable.zip"):
         return AssetPlatform(os=CraftAppOs.WEB, arch=None, package_type=CraftAppPackageType.WEB_ZIP)
-    return None
+    return tauri_platform(name)
 
 
 def _native_parts(name: str) -> tuple[str, CraftAppOs, CraftAppArch, CraftAppPackageType] | None:

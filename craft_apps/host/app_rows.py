@@ -15,8 +15,9 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from craft_apps.codec import decode_release, encode_release
-from craft_apps.domain import (
+from craft_apps.host.schema import bump_version, has_repo_columns
+from craft_apps.kernel.codec import decode_release, encode_release
+from craft_apps.kernel.domain import (
     AppState,
     Backoff,
     is_stored_count,
@@ -26,8 +27,7 @@ from craft_apps.domain import (
     newer_wins,
     same_repo,
 )
-from craft_apps.host.schema import bump_version, has_repo_columns
-from craft_apps.text import one_line
+from craft_apps.kernel.text import one_line
 
 _APP_COLUMNS_0_2 = "release_json, etag, fetched_ms, failed_ms, failures"
 _APP_COLUMNS = f"{_APP_COLUMNS_0_2}, repo, repo_fetched_ms"

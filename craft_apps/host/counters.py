@@ -4,7 +4,9 @@ The poller is one process and the web workers are many: counting in the poller's
 show nothing to a scrape, and counting per worker would show a different number per worker.
 So the poller adds each tick's numbers to a small table of the state file (GitHub requests by
 outcome, Redis errors, the Redis keys refused as unreadable, the last quota seen, its mode, its
-last tick and its clean stop), and any process reads them back.
+last tick and its clean stop, its CDN purges (taken, retried, given up and why), and its reads
+of releases' Tauri updater files (by outcome, their downloads and the last failure)), and any
+process reads them back.
 
 The table is optional: the writer creates it when missing (``CREATE TABLE IF NOT EXISTS``), a
 reader of a file without it sees zeros, and older code ignores a table it doesn't know. So it
@@ -19,13 +21,17 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from craft_apps.domain import GitHubQuota, PollMode
 from craft_apps.host.database import has_table
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import GitHubQuota, PollMode
 
 TABLE = "poller_counters"
 OUTCOMES = ("fetched", "not_modified", "failed", "rate_limited")  # a GitHub request's outcome
 MODES = tuple(mode.value for mode in PollMode)
+# A CDN purge request's outcome (``craft_apps.cdn``): taken, tried again, given up.
+PURGE_OUTCOMES = ("purged", "retried", "failed")
+UPDATER_OUTCOMES = ("fetched", "refused", "failed")  # a read of a release's updater files
+MAX_FAILURE_CHARS = 300
 
 _CREATE = f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, value NOT NULL)"
 _ADD = (
@@ -48,6 +54,14 @@ class PollerCounters:
     tick_ms: int | None = None  # when the active poller last ticked
     stopped_ms: int | None = None  # when a poller last stopped cleanly, releasing the lease
     quota: GitHubQuota | None = None
+    purges: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(PURGE_OUTCOMES, 0))
+    purge_ok_ms: int | None = None  # when the CDN last took a purge
+    purge_failed_ms: int | None = None  # when a purge was last given up
+    purge_failure: str | None = None  # why, in one line (never a token)
+    updater: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(UPDATER_OUTCOMES, 0))
+    updater_downloads: int = 0  # downloads of releases' small files (latest.json, .sig)
+    updater_failure: str | None = None  # the last failed read, "<app> <tag>: <reason>"
+    updater_failure_ms: int | None = None
 
 
 @dataclass
@@ -61,6 +75,14 @@ class CountersUpdate:
     tick_ms: int | None = None
     stopped_ms: int | None = None
     quota: GitHubQuota | None = None
+    purges: dict[str, int] = field(default_factory=dict)
+    purge_ok_ms: int | None = None
+    purge_failed_ms: int | None = None
+    purge_failure: str | None = None
+    updater: dict[str, int] = field(default_factory=dict)
+    updater_downloads: int = 0
+    updater_failure: str | None = None
+    updater_failure_ms: int | None = None
 
     def is_empty(self) -> bool:
         return self == CountersUpdate()
@@ -69,6 +91,10 @@ class CountersUpdate:
 def record(store: StateStore, update: CountersUpdate) -> None:
     """Adds and sets ``update`` in one transaction. Raises StateUnavailable (nothing written)."""
     adds = [(f"requests.{name}", count) for name, count in update.requests.items() if count]
+    adds += [(f"purge.{name}", count) for name, count in update.purges.items() if count]
+    adds += [(f"updater.{name}", count) for name, count in update.updater.items() if count]
+    if update.updater_downloads:
+        adds.append(("updater.downloads", update.updater_downloads))
     if update.redis_errors:
         adds.append(("redis.errors", update.redis_errors))
     if update.redis_unreadable:
@@ -79,6 +105,11 @@ def record(store: StateStore, update: CountersUpdate) -> None:
             ("mode", update.mode),
             ("tick_ms", update.tick_ms),
             ("stopped_ms", update.stopped_ms),
+            ("purge.ok_ms", update.purge_ok_ms),
+            ("purge.failed_ms", update.purge_failed_ms),
+            ("purge.failure", update.purge_failure),
+            ("updater.failure", update.updater_failure),
+            ("updater.failure_ms", update.updater_failure_ms),
         )
         if value is not None
     ]
@@ -115,6 +146,7 @@ def read_counters(store: StateStore) -> PollerCounters:
 def decode(rows: Mapping[str, object]) -> PollerCounters:
     """The counters from the table's rows; anything unreadable counts as absent."""
     mode = rows.get("mode")
+    failure = rows.get("purge.failure")
     return PollerCounters(
         requests={name: _count(rows.get(f"requests.{name}")) or 0 for name in OUTCOMES},
         redis_errors=_count(rows.get("redis.errors")) or 0,
@@ -123,7 +155,22 @@ def decode(rows: Mapping[str, object]) -> PollerCounters:
         tick_ms=_count(rows.get("tick_ms")),
         stopped_ms=_count(rows.get("stopped_ms")),
         quota=_quota(rows),
+        purges={name: _count(rows.get(f"purge.{name}")) or 0 for name in PURGE_OUTCOMES},
+        purge_ok_ms=_count(rows.get("purge.ok_ms")),
+        purge_failed_ms=_count(rows.get("purge.failed_ms")),
+        purge_failure=failure if isinstance(failure, str) else None,
+        updater={name: _count(rows.get(f"updater.{name}")) or 0 for name in UPDATER_OUTCOMES},
+        updater_downloads=_count(rows.get("updater.downloads")) or 0,
+        updater_failure=_text(rows.get("updater.failure")),
+        updater_failure_ms=_count(rows.get("updater.failure_ms")),
     )
+
+
+def _text(value: object) -> str | None:
+    """One printable line of at most ``MAX_FAILURE_CHARS``, else None."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_FAILURE_CHARS or not value.isprintable():
+        return None
+    return value
 
 
 def _quota(rows: Mapping[str, object]) -> GitHubQuota | None:

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from craft_apps.compat import sqlite_errorname
-from craft_apps.text import one_line
+from craft_apps.kernel.compat import sqlite_errorname
+from craft_apps.kernel.text import one_line
 
 T = TypeVar("T")
 

@@ -19,9 +19,9 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from craft_apps.domain import is_stored_count, is_stored_time
 from craft_apps.host.database import has_table
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import is_stored_count, is_stored_time
 
 TABLE = "poller_drops"
 MOVED = "moved"

@@ -13,6 +13,9 @@ The health endpoint (``GET /v1/craft_apps/health``) and ``craft_apps_status --ch
 - ``gone``: GitHub answered 404 for an app's repository that had a release (deleted, made
   private, renamed without a redirect, or every release deleted): its last release is still
   served, and GitHub no longer offers it (``craft_apps.host.drops``).
+- ``signing``: a signing key is configured (``SIGNING_KEY``, ``SIGNING_KEY_PREVIOUS``) that
+  can't be used, so launchers that pin it refuse every answer. It always applies, whatever the
+  rules asked, as ``state_file`` does: a host so configured must never become ready.
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from craft_apps.conf import app_settings, describe
+from craft_apps.conf import Problem, app_settings, describe
 from craft_apps.host.drops import GONE
 from craft_apps.host.observe import HostView
-from craft_apps.instants import format_duration, format_ms
+from craft_apps.kernel.instants import format_duration, format_ms
+from craft_apps.kernel.signing import MALFORMED, NOT_ED25519
 
-RULES = ("state_file", "poller", "stale", "gone")
+UNUSABLE_KEY = frozenset({MALFORMED, NOT_ED25519})  # the problems of a key that can't be used
+RULES = ("state_file", "poller", "stale", "gone")  # the ones ``?rules=`` picks from
+REPORTED_RULES = (*RULES, "signing")  # every rule a problem may name (``signing`` always applies)
 STALE_MARGIN_MS = 120_000  # four ticks
 
 
@@ -35,6 +41,8 @@ class HealthPolicy:
     interval_ms: int
     takeover_ms: int
     polling_enabled: bool
+    signing_problem: str | None = None  # why a configured signing key can't be used (one line)
+    signing_keys: tuple[str, ...] = ()  # the ids of the keys that sign
 
     @property
     def stale_after_ms(self) -> int:
@@ -53,12 +61,29 @@ class HealthProblem:
 def current_policy() -> HealthPolicy:
     """The policy the settings give now."""
     timing = app_settings.LEASE_TIMING
+    signing = app_settings.signing_resolved()
     return HealthPolicy(
         apps=tuple(app.key for app in app_settings.APPS),
         interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
         takeover_ms=timing.ttl_ms + timing.retry_ms,
         polling_enabled=app_settings.POLLING_ENABLED,
+        signing_problem=unusable_key_problem(signing.problems),
+        signing_keys=() if signing.value is None else tuple(key.key_id for key in signing.value.keys),
     )
+
+
+def unusable_key_problem(problems: Iterable[Problem]) -> str | None:
+    """One line naming each configured signing key that can't be used and why (never the key);
+    None when every configured key is usable."""
+    found = [
+        f"{describe(problem.details['key'])} is not a usable Ed25519 private key "
+        f"({problem.details['reason']})"
+        for problem in problems
+        if problem.code in UNUSABLE_KEY
+    ]
+    if not found:
+        return None
+    return "; ".join(found) + ": launchers that pin it refuse every answer"
 
 
 def parse_rules(names: Iterable[str]) -> tuple[str, ...]:
@@ -75,9 +100,10 @@ def health_problems(
     view: HostView, policy: HealthPolicy, now_ms: int, rules: Iterable[str] = RULES
 ) -> list[HealthProblem]:
     """The problems under ``rules``; empty when healthy. An unreadable state file is the only
-    problem reported, whatever the rules: nothing else can be judged."""
+    problem reported with ``signing``'s, whatever the rules: nothing else can be judged."""
+    signing = [] if policy.signing_problem is None else [HealthProblem("signing", policy.signing_problem)]
     if view.problem is not None:
-        return [HealthProblem("state_file", view.problem)]
+        return [HealthProblem("state_file", view.problem), *signing]
     selected = set(rules)
     problems: list[HealthProblem] = []
     if "poller" in selected:
@@ -86,7 +112,7 @@ def health_problems(
         problems.extend(_stale_problems(view, policy, now_ms))
     if "gone" in selected:
         problems.extend(_gone_problems(view, policy))
-    return problems
+    return problems + signing
 
 
 def health_document(problems: list[HealthProblem], rules: Iterable[str] = RULES) -> dict[str, object]:

@@ -15,8 +15,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from craft_apps.codec import decode_releases, encode_releases
-from craft_apps.domain import (
+from craft_apps.host.database import has_table
+from craft_apps.host.schema import HISTORY_TABLE, bump_version
+from craft_apps.kernel.codec import decode_releases, encode_releases
+from craft_apps.kernel.domain import (
     MAX_HISTORY,
     HistoryFetch,
     Release,
@@ -25,9 +27,7 @@ from craft_apps.domain import (
     is_stored_time,
     newest_first,
 )
-from craft_apps.host.database import has_table
-from craft_apps.host.schema import HISTORY_TABLE, bump_version
-from craft_apps.text import one_line
+from craft_apps.kernel.text import one_line
 
 __all__ = ["MAX_HISTORY", "HistoryFetch", "decode_history", "encode_history", "put_history", "read_history"]
 

@@ -25,11 +25,11 @@ import socket
 import threading
 from collections.abc import Callable
 
-from craft_apps.clock import Clock
-from craft_apps.domain import HistoryFetch, LeaseTiming
 from craft_apps.host.database import FileId, StateFileMissing, StateUnavailable
 from craft_apps.host.lease_rows import POLLER_LEASE, Fence
 from craft_apps.host.store import StateSnapshot, StateStore
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.domain import HistoryFetch, LeaseTiming
 
 logger = logging.getLogger(__name__)
 

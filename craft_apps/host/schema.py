@@ -21,9 +21,9 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from craft_apps.compat import sqlite_errorname
 from craft_apps.host.database import FileId, StateFile, StateUnavailable, transaction
-from craft_apps.text import one_line
+from craft_apps.kernel.compat import sqlite_errorname
+from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
 

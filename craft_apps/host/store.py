@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from craft_apps.domain import AppState, Backoff, HistoryFetch, Release
 from craft_apps.host import app_rows, history_rows, lease_rows, schema
 from craft_apps.host.database import FileId, StateFile, StateFileMissing, StateUnavailable
 from craft_apps.host.lease_rows import POLLER_LEASE, Fence, FenceRejected
 from craft_apps.host.schema import DB_FILENAME, FORMAT_VERSION
+from craft_apps.kernel.domain import AppState, Backoff, HistoryFetch, Release
 
 __all__ = [
     "DB_FILENAME",

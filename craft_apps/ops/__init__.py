@@ -1,2 +1,7 @@
-"""What operators ask of a host: ``status``, the document ``craft_apps_status`` prints (text or
-``--json``), read from the state file, Redis and the site's database, each with a bound."""
+"""What operators ask of a host: the status ``craft_apps_status`` prints, in three steps.
+
+``status_read`` reads the state file, the fleet's Redis, the site's database and the kept
+controls, each with a bound; ``status_document`` builds the ``--json`` document from what was
+read (no I/O), with ``status_policies`` the release policies and the releases they keep back;
+``status_text`` renders that document for people. See docs/operations.md.
+"""

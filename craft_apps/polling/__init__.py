@@ -9,12 +9,13 @@
 - ``requests``: the refreshes asked for ahead of schedule this poller knows of, app by app.
 - ``wakeup``: the wait between ticks, looking every second whether a refresh was asked for.
 - ``drops``: what an answer dropped or said (assets, a rename, a 404), warned once and recorded.
+- ``updater``: each release's Tauri updater files, read once per release and kept with it.
 - ``tally``: what each tick adds to the host's counters, and what ``--once`` exits with.
 - ``loop``: the settings' parts (``build_poller_parts``) and the loop while the lease is held.
 - ``process``: the process around it (``PollerRunner``): the lease, standing by, a clean stop.
 - ``stopping``: SIGTERM and SIGINT: the first stops gracefully, a second at once.
 
-It asks its release source through ``craft_apps.source`` only (GitHub is handed in by
+It asks its release source through ``craft_apps.kernel.source`` only (GitHub is handed in by
 ``poll_craft_releases``), writes the host's state file and the fleet's Redis, and never imports
 the HTTP side.
 """

@@ -15,10 +15,10 @@ import logging
 from collections.abc import Mapping
 
 from craft_apps.conf import describe
-from craft_apps.domain import AppSpec, Release
 from craft_apps.host.drops import GONE, MOVED, Drop, read_drops, replace_app
 from craft_apps.host.store import StateStore, StateUnavailable
-from craft_apps.source import MAX_ASSETS, Fetched, FetchOutcome, NotModified
+from craft_apps.kernel.domain import AppSpec, Release
+from craft_apps.kernel.source import MAX_ASSETS, Fetched, FetchOutcome, NotModified
 
 logger = logging.getLogger(__name__)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from craft_apps.compat import UTC
-from craft_apps.domain import Release, newest_first
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import Release, newest_first
 
 DEFAULT_DEPTH = 20  # GitHub's release list is asked with per_page=20: the last 20 releases
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -17,18 +17,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from craft_apps.clock import Clock
 from craft_apps.conf import app_settings
-from craft_apps.domain import LeaseTiming
 from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.domain import LeaseTiming
+from craft_apps.kernel.source import Source
 from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.schedule import startup_delay_ms, tick_delay_ms
 from craft_apps.polling.tally import Tally
 from craft_apps.polling.wakeup import WakeUps
-from craft_apps.source import Source
 
 logger = logging.getLogger(__name__)
 

@@ -30,9 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from craft_apps.clock import Clock
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
-from craft_apps.domain import AppSpec, AppState, Backoff, PollMode, Release, newer_wins, release_page_is_of
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisOperation, RedisTrouble, SharedStore
 from craft_apps.fleet.trouble import RedisTroubleLog
@@ -44,7 +42,31 @@ from craft_apps.host.store import (
     StateStore,
     StateUnavailable,
 )
-from craft_apps.instants import format_ms
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.domain import (
+    AppSpec,
+    AppState,
+    Backoff,
+    PollMode,
+    Release,
+    newer_wins,
+    release_page_is_of,
+)
+from craft_apps.kernel.instants import format_ms
+from craft_apps.kernel.source import (
+    Failed,
+    Fetched,
+    FetchOutcome,
+    ListFetched,
+    ListOutcome,
+    NotModified,
+    RateLimited,
+    ReleaseListSource,
+    ReleaseRules,
+    ReleaseSource,
+    Source,
+    UpdaterSource,
+)
 from craft_apps.polling import history
 from craft_apps.polling.controls_relay import ControlsRelay
 from craft_apps.polling.drops import DropLog
@@ -57,19 +79,7 @@ from craft_apps.polling.schedule import (
     is_due,
     last_answer_ms,
 )
-from craft_apps.source import (
-    Failed,
-    Fetched,
-    FetchOutcome,
-    ListFetched,
-    ListOutcome,
-    NotModified,
-    RateLimited,
-    ReleaseListSource,
-    ReleaseRules,
-    ReleaseSource,
-    Source,
-)
+from craft_apps.polling.updater import RELEASES_PER_ROUND, UpdaterKeeper
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +150,10 @@ class Poller:
         self.fence_lost = False
         self.requests = RefreshRequests()  # refreshes asked for ahead of schedule (polling.wakeup)
         self.drops = DropLog(host, config.web_url)  # what answers dropped, said once (polling.drops)
+        # Each release's Tauri updater files, read once per release (polling.updater).
+        self.updater_files = UpdaterKeeper(
+            github if isinstance(github, UpdaterSource) else None, config.interval_ms, config.max_backoff_ms
+        )
         self._unpublished: set[str] = set()
         self._backoff_unpublished = False
         self._write_trouble = False  # logged once until a write succeeds again
@@ -286,6 +300,7 @@ class Poller:
             self.history_fetch[app.key] = HistoryFetch(outcome.etag, now_ms, app.repo)
         else:
             self.history_fetch[app.key] = replace(self.history_fetch[app.key], fetched_ms=now_ms)
+        self._filled_history(app.key, now_ms)
         self._history_unpublished.add(app.key)
         self._publish()
         if app.key not in self._history_unpublished:
@@ -313,7 +328,9 @@ class Poller:
         elif not all(release_page_is_of(r, repo, self.config.web_url) for r in releases):
             return False
         judged = tuple(
-            j for r in releases if (j := self.rules.rejudge(r, repo, self.config.web_url)) is not None
+            self.updater_files.carried(j)
+            for r in releases
+            if (j := self.rules.rejudge(r, repo, self.config.web_url)) is not None
         )
         self.history[key] = judged
         self.history_fetch[key] = replace(fetch or HistoryFetch(), repo=repo)
@@ -369,6 +386,7 @@ class Poller:
             )
             return mode
         self._remember(app, outcome, now_ms)
+        filled = not isinstance(outcome, Failed) and self._fill_updater(app.key, now_ms)
         self._unpublished.add(app.key)
         self._publish()
         if app.key not in self._unpublished:
@@ -376,7 +394,7 @@ class Poller:
         if mode is not PollMode.COORDINATED or self.shared is None:
             return mode
         try:
-            self._share(self.shared, app.key, outcome, now_ms)
+            self._share(self.shared, app.key, outcome, now_ms, filled=filled)
         except RedisTrouble as err:
             self.redis_log.failed(err, now_ms)
             return PollMode.STANDALONE
@@ -390,6 +408,8 @@ class Poller:
             release, etag = outcome.release, outcome.etag
             if release is None and state.latest_release is not None:  # a 404 after a release
                 release, etag = state.latest_release, state.etag
+            if release is not None:
+                release = self.updater_files.carried(release)
             self.memory[app.key] = replace(
                 state, latest_release=release, etag=etag, fetched_ms=now_ms, repo=app.repo
             )
@@ -403,14 +423,47 @@ class Poller:
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
 
+    def _fill_updater(self, key: str, now_ms: int) -> bool:
+        """Reads the updater files of the app's latest release when it has some not read yet
+        (``polling.updater``); True when the release now holds them."""
+        release = self.memory[key].latest_release
+        filled = None if release is None else self.updater_files.fill(key, release, now_ms)
+        if filled is None:
+            return False
+        self.memory[key] = replace(self.memory[key], latest_release=filled)
+        self._see_latest(key, filled)
+        return True
+
+    def _filled_history(self, key: str, now_ms: int) -> None:
+        """The app's history with the updater files known for each release, and read for at
+        most ``RELEASES_PER_ROUND`` releases that have some not read yet, newest first."""
+        budget = RELEASES_PER_ROUND
+        releases = []
+        for release in self.history.get(key, ()):
+            release = self.updater_files.carried(release)
+            if budget and self.updater_files.due(release, now_ms):
+                budget -= 1
+                release = self.updater_files.fill(key, release, now_ms) or release
+            releases.append(release)
+        if key in self.history and tuple(releases) != self.history[key]:
+            self.history[key] = tuple(releases)
+            self._history_unpublished.add(key)
+
     def _share(
-        self, shared: SharedStore, key: str, outcome: Fetched | NotModified | Failed, now_ms: int
+        self,
+        shared: SharedStore,
+        key: str,
+        outcome: Fetched | NotModified | Failed,
+        now_ms: int,
+        *,
+        filled: bool = False,
     ) -> None:
         """Shares an answer just taken into memory with the fleet. A 200 or a 304 goes with what
         this host holds now, the store deciding how much of it to write (after a 304, the whole
-        entry only when Redis has none it can read); a failure with its count in a row."""
+        entry only when Redis has none it can read, or when the release just got its updater
+        files); a failure with its count in a row."""
         kept = self.memory[key]
-        if isinstance(outcome, Fetched):
+        if isinstance(outcome, Fetched) or filled:
             shared.write_fetched(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
         elif isinstance(outcome, NotModified):
             shared.write_unchanged(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
@@ -474,7 +527,7 @@ class Poller:
         return True
 
     def _relay_controls(self) -> None:
-        read = getattr(self.needs_history, "controls", None)
+        read = getattr(self.needs_history, "controls_read", None)
         if read is None:
             return
         try:
@@ -569,6 +622,10 @@ class Poller:
         release = state.latest_release
         if release is None:
             return state
+        carried = self.updater_files.carried(release)
+        if carried is not release:
+            self._unpublished.add(key)
+            state, release = replace(state, latest_release=carried), carried
         judged = self.rules.rejudge(
             release, self.drops.moved_to(key) or self._repos[key], self.config.web_url
         )

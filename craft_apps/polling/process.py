@@ -18,19 +18,19 @@ from dataclasses import dataclass
 
 from django.db import close_old_connections
 
-from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
-from craft_apps.domain import LeaseTiming
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease, LeaseKeeper, make_holder
 from craft_apps.host.store import StateUnavailable
+from craft_apps.kernel.clock import Clock, SystemClock
+from craft_apps.kernel.domain import LeaseTiming
+from craft_apps.kernel.source import Source
 from craft_apps.polling.loop import PollerParts, PollingLoop, build_poller_parts
 from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.tally import EXIT_STALE, Tally, once_trouble
 from craft_apps.polling.wakeup import WakeUps
-from craft_apps.source import Source
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ one count as now, so a receiving host whose clock runs ahead can't keep a refres
 
 from __future__ import annotations
 
-from craft_apps.domain import Backoff
+from craft_apps.kernel.domain import Backoff
 from craft_apps.polling.schedule import REFRESH_GAP_MS, requested_due
 
 # How long a pending refresh keeps the poller ticking every second; after that it is looked at

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from craft_apps.domain import AppState, Backoff
+from craft_apps.kernel.domain import AppState, Backoff
 
 TICK_MS = 30_000  # every host looks at the state this often, with TICK_JITTER
 TICK_JITTER = 0.1

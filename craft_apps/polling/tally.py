@@ -1,10 +1,11 @@
 """What each tick adds to the host's counters, and what ``--once`` exits with.
 
 After every tick the runner hands the tick's report here: its requests by outcome, the Redis
-errors and the Redis keys refused as unreadable since the last tick, the mode, the tick's time
-and GitHub's last quota go to the state file's counters (``craft_apps.host.counters``) in one
-small transaction. When the state file can't be written the numbers are kept and added at the
-next tick that can, and the trouble is logged once, not every tick.
+errors and the Redis keys refused as unreadable since the last tick, the mode, the tick's time,
+GitHub's last quota and the reads of updater files (``polling.updater``) go to the state file's
+counters (``craft_apps.host.counters``) in one small transaction. When the state file can't be
+written the numbers are kept and added at the next tick that can, and the trouble is logged
+once, not every tick.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from craft_apps.clock import Clock
-from craft_apps.domain import AppState, Backoff, GitHubQuota, PollMode
-from craft_apps.host.counters import CountersUpdate, record
+from craft_apps.host.counters import MAX_FAILURE_CHARS, CountersUpdate, record
 from craft_apps.host.store import StateStore, StateUnavailable
-from craft_apps.instants import format_duration, format_ms
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.domain import AppState, Backoff, GitHubQuota, PollMode
+from craft_apps.kernel.instants import format_duration, format_ms
+from craft_apps.kernel.text import one_line
 from craft_apps.polling.poller import Poller, TickReport
 from craft_apps.polling.schedule import age_ms, due_at_ms
+from craft_apps.polling.updater import UpdaterTally
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ class Tally:
         quota = getattr(github, "last_quota", None)  # GitHubClient's; a stand-in may have none
         if isinstance(quota, GitHubQuota):
             pending.quota = quota
+        _add_updater(pending, poller.updater_files.take_tally())
         self._flush()
 
     def stopped(self) -> None:
@@ -73,6 +77,15 @@ class Tally:
             return
         self._pending = CountersUpdate()
         self._trouble = None
+
+
+def _add_updater(pending: CountersUpdate, tally: UpdaterTally) -> None:
+    for outcome, count in (("fetched", tally.fetched), ("refused", tally.refused), ("failed", tally.failed)):
+        pending.updater[outcome] = pending.updater.get(outcome, 0) + count
+    pending.updater_downloads += tally.downloads
+    if tally.last_failure is not None:
+        pending.updater_failure = one_line(tally.last_failure, MAX_FAILURE_CHARS)
+        pending.updater_failure_ms = tally.last_failure_ms
 
 
 class _Since:

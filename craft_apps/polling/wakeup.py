@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 
-from craft_apps.clock import Clock
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import RedisOperation, RedisTrouble
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateUnavailable
-from craft_apps.instants import format_ms
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.instants import format_ms
 from craft_apps.polling.poller import Poller
 from craft_apps.polling.schedule import WAKE_CHECK_MS
 

@@ -14,9 +14,9 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_API_URL, DEFAULT_GITHUB_WEB_URL
-from craft_apps.domain import AppSpec
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec
 
 # One (version, publication instant) per app of DEFAULT_APPS, in its order.
 _DEMO_VERSIONS: tuple[tuple[str, datetime], ...] = (

@@ -42,7 +42,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
@@ -271,6 +271,7 @@ class _Published:
     release: dict[str, Any]
     body: bytes
     etag: str
+    files: dict[str, bytes] = field(default_factory=dict)  # file name -> the bytes served
 
 
 class FakeGitHub:
@@ -352,12 +353,14 @@ class FakeGitHub:
 
     # Releases and faults
 
-    def publish(self, repo: str, release: dict[str, Any]) -> None:
-        """Serves ``release`` (GitHub's JSON shape) as ``repo``'s latest release from now on."""
+    def publish(self, repo: str, release: dict[str, Any], files: Mapping[str, bytes] | None = None) -> None:
+        """Serves ``release`` (GitHub's JSON shape) as ``repo``'s latest release from now on;
+        ``files`` are the bytes its web side serves for those assets (e.g. a Tauri release's
+        ``latest.json`` and ``.sig`` files), the others being a line of text."""
         kept = copy.deepcopy(release)
         body = _json_bytes(kept)
         with self._lock:
-            self._releases[repo.lower()] = _Published(kept, body, _etag(body))
+            self._releases[repo.lower()] = _Published(kept, body, _etag(body), dict(files or {}))
             self._list_add(repo, kept)
 
     def publish_prerelease(self, repo: str, release: dict[str, Any]) -> None:
@@ -460,8 +463,9 @@ class FakeGitHub:
     def _web_page(self, path: str) -> _Answer | None:
         """A release's file or page on the web side (``web_url``), or None for any other path.
 
-        Files are a line of text naming the file (not its real bytes: the digests won't match);
-        the release page is its notes. Neither counts against the API's rate limit.
+        Files are the bytes ``publish`` was given for them, else a line of text naming the file
+        (not its real bytes: the digests won't match); the release page is its notes. Neither
+        counts against the API's rate limit.
         """
         match = _WEB_PATH.match(path)
         if match is None:
@@ -476,6 +480,8 @@ class FakeGitHub:
         names = {a.get("name") for a in published.release.get("assets") or [] if isinstance(a, dict)}
         if match[3] != "download" or name not in names:
             return _Answer(404, [("content-type", _TEXT)], b"Not Found\n")
+        if name in published.files:
+            return _Answer(200, [("content-type", "application/octet-stream")], published.files[name])
         body = f"{name}: a stand-in for this file of {published.release.get('name')}.\n".encode()
         return _Answer(200, [("content-type", _TEXT)], body)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import Release, ReleaseAsset
 from craft_apps.github.parsing import parse_platform
+from craft_apps.kernel.domain import Release, ReleaseAsset
 from tests.support import SHA, apps_setting, release
 
 FETCHED_MS = 1_791_000_000_000

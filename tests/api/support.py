@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.endpoint import ENDPOINT_PATH
 from bench.launcher import SERVER_HEADERS
-from craft_apps.domain import AppState
+from craft_apps.kernel.domain import AppState
 from tests.support import publish, release
 
 T0 = 1_790_000_000_000

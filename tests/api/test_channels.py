@@ -11,14 +11,16 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from django.test import Client
+from django.db.models import CharField
+from django.test import Client, RequestFactory
 
-from craft_apps import signing
+from craft_apps.api.channels import requested_channel, schema_parameter
 from craft_apps.api.runtime import runtime
-from craft_apps.compat import UTC
-from craft_apps.domain import AppState, Release
-from craft_apps.notices.feed import NoticesFeed
-from craft_apps.notices.models import AppChannel
+from craft_apps.content.feed import NoticesFeed
+from craft_apps.content.models import AppChannel, ReleaseControl
+from craft_apps.kernel import signing
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppState, Channel, Release
 from tests.api.support import decoded
 from tests.signing.vectors import KEY_A
 from tests.support import RELEASE_INFO_URL as URL
@@ -65,7 +67,7 @@ def latest(response) -> dict[str, str | None]:
 
 def test_beta_serves_the_newest_prerelease_of_apps_with_beta_on(channels: Path):
     warm(channels)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     assert latest(client.get(BETA)) == {"artcraft-launcher": "v1.0.0", "photocraft": "v0.6.0-rc.1"}
     assert latest(client.get(URL)) == {"artcraft-launcher": "v1.0.0", "photocraft": "v0.5.0"}
@@ -73,7 +75,7 @@ def test_beta_serves_the_newest_prerelease_of_apps_with_beta_on(channels: Path):
 
 def test_a_stable_release_overtaking_the_rc_and_a_deleted_prerelease(channels: Path):
     warm(channels)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     publish(channels, {"photocraft": AppState(latest_release=release("0.6.0"), fetched_ms=T0 + 9)})
     assert latest(client.get(BETA))["photocraft"] == "v0.6.0", "a stable 0.6.0 beats 0.6.0-rc.1"
@@ -88,7 +90,7 @@ def test_a_stable_release_overtaking_the_rc_and_a_deleted_prerelease(channels: P
 
 def test_a_tag_that_is_not_a_version_never_beats_a_versioned_stable(channels: Path):
     warm(channels, history=(replace(prerelease("0.9.9"), tag="nightly"),))
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     assert latest(Client().get(BETA))["photocraft"] == "v0.5.0"
 
 
@@ -96,7 +98,7 @@ def test_without_the_parameter_or_with_stable_the_answer_is_todays_byte_for_byte
     warm(channels)
     client = Client()
     before = {coding: client.get(URL, HTTP_ACCEPT_ENCODING=coding) for coding in ("", "br", "gzip")}
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     for coding, today in before.items():
         for url in (URL, URL + "?channel=stable"):
             response = client.get(url, HTTP_ACCEPT_ENCODING=coding)
@@ -109,7 +111,7 @@ def test_an_app_without_beta_answers_what_stable_answers(channels: Path):
     client = Client()
     stable, beta = client.get(URL), client.get(BETA)
     assert beta.content == stable.content and beta["ETag"] == stable["ETag"], "no app on beta: same bytes"
-    AppChannel.objects.create(app_key="photocraft", beta=False)
+    AppChannel.objects.create(app_key="photocraft", channels=[])
     assert client.get(BETA).content == stable.content
 
 
@@ -134,7 +136,7 @@ def test_an_unknown_channel_is_a_400_with_one_line(channels: Path, query: str, r
 
 def test_each_channel_has_its_etag_its_codings_and_its_304(channels: Path):
     warm(channels)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     stable, beta = client.get(URL), client.get(BETA)
     assert stable["ETag"] != beta["ETag"]
@@ -149,7 +151,7 @@ def test_each_channel_has_its_etag_its_codings_and_its_304(channels: Path):
 
 def test_every_form_is_encoded_once_per_state_version_and_channel(channels: Path):
     warm(channels)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     answers = runtime().answers
     before = answers.encoded
@@ -158,7 +160,7 @@ def test_every_form_is_encoded_once_per_state_version_and_channel(channels: Path
             for coding in ("", "br", "gzip"):
                 assert client.get(url, HTTP_ACCEPT_ENCODING=coding).status_code == 200
     assert answers.encoded - before == 2, "one stable answer, one beta answer"
-    AppChannel.objects.filter(app_key="photocraft").update(beta=False)
+    AppChannel.objects.filter(app_key="photocraft").update(channels=[])
     client.get(BETA)
     assert answers.encoded - before == 2, "the beta answer now is the stable one's bytes"
 
@@ -166,7 +168,7 @@ def test_every_form_is_encoded_once_per_state_version_and_channel(channels: Path
 def test_no_store_until_every_app_was_fetched(channels: Path):
     publish(channels, {"photocraft": AppState(latest_release=release("0.5.0"), fetched_ms=T0)})
     publish_history(channels, "photocraft", (prerelease("0.6.0-rc.1"),))
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     cold = client.get(BETA)
     assert cold["Cache-Control"] == "no-store"
@@ -177,7 +179,7 @@ def test_no_store_until_every_app_was_fetched(channels: Path):
 
 def test_the_beta_answer_is_signed_with_its_channel_as_the_variant(channels: Path, settings):
     warm(channels)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     settings.CRAFT_APPS = {**settings.CRAFT_APPS, "SIGNING_KEY": signing.private_key_text(KEY_A)}
     client = Client()
     now = int(time.time())
@@ -193,7 +195,7 @@ def test_the_beta_answer_is_signed_with_its_channel_as_the_variant(channels: Pat
 
 def test_the_download_link_and_the_page_take_the_channel(channels: Path):
     warm(channels)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     assert "/v0.5.0/" in client.get(DOWNLOAD)["Location"]
     assert "/v0.6.0-rc.1/" in client.get(DOWNLOAD + "?channel=beta")["Location"]
@@ -205,3 +207,16 @@ def test_the_download_link_and_the_page_take_the_channel(channels: Path):
     assert 'href="/craft_apps/downloads/photocraft/?channel=beta"' in beta_page
     assert "?channel=beta" not in stable_page
     assert client.get(PAGE).content.decode() == stable_page, "each channel's page kept apart"
+
+
+def test_the_parameter_the_schema_and_a_controls_scope_all_list_the_channel_type():
+    """One type lists the channels: what a request may name, the OpenAPI enum and the
+    admin's choices of a control's scope."""
+    factory = RequestFactory()
+    for channel in Channel:
+        assert requested_channel(factory.get(URL, {"channel": channel.value})) is channel
+    assert schema_parameter("").enum == [channel.value for channel in Channel]
+    field = ReleaseControl._meta.get_field("channel")
+    assert isinstance(field, CharField)
+    scopes = [value for value, _label in field.choices or ()]
+    assert scopes == ["", *(channel.value for channel in Channel)]

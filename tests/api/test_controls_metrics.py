@@ -11,7 +11,7 @@ from django.test import Client
 
 from craft_apps.testing.clock import FakeClock
 from tests.api.support import TOKEN, scrape
-from tests.notices.support import database_unreachable
+from tests.content.support import database_unreachable
 from tests.ops.controls_support import NOW_MS, create_controls, publish_releases
 from tests.support import apps_setting
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def site(settings, state_dir: Path, monkeypatch, install_runtime) -> Path:
-    from craft_apps.notices.feed import NoticesFeed
+    from craft_apps.content.feed import NoticesFeed
 
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     clock = FakeClock(NOW_MS)
@@ -70,7 +70,7 @@ def test_without_controls_no_rollout_and_every_count_is_zero(site: Path, client:
 
 
 def test_a_rollout_at_100_is_no_longer_counted_nor_offered(site: Path, client: Client):
-    from craft_apps.notices.models import ReleaseControl
+    from craft_apps.content.models import ReleaseControl
 
     ReleaseControl.objects.create(app_key="photocraft", action="rollout", tag="v0.6.0", percentage=100)
     samples = scrape(client)
@@ -114,7 +114,7 @@ def test_the_status_says_what_the_endpoint_answers_on_each_channel(site: Path, c
 
 
 def test_a_kept_controls_file_that_isnt_ours_is_counted(site: Path, client: Client):
-    from craft_apps.notices.kept_controls import FAILURES, FILE_NAME, inspect
+    from craft_apps.content.kept_controls import FAILURES, FILE_NAME, inspect
 
     (site / FILE_NAME).write_text("not the controls")
     before = FAILURES.labels("read")._value.get()

@@ -12,11 +12,11 @@ from django.test import Client
 
 from craft_apps.api.downloads import PREFERRED_PACKAGES, arch_order, choose
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppState, CraftAppArch, CraftAppOs, CraftAppPackageType
 from craft_apps.github.parsing import parse_release
+from craft_apps.kernel.domain import AppSpec, AppState, CraftAppArch, CraftAppOs, CraftAppPackageType
 from craft_apps.testing.demo_releases import demo_release
 from tests.api.downloads_support import EVERY_FILE, FETCHED_MS, download_site, release_of, url_of
-from tests.support import publish
+from tests.support import ARTCRAFT_LAUNCHER, RELEASE_INFO_URL, apps_setting, publish
 
 __all__ = ["download_site"]  # the fixture
 
@@ -302,3 +302,98 @@ def test_an_unreadable_state_file_is_a_not_fetched_404_not_a_500(download_site, 
     assert response.status_code == 404
     assert response["Cache-Control"] == "no-store"
     assert "not been fetched" in json.loads(response.content)["error"]
+
+
+# --- A release as tauri-action publishes it ------------------------------------------------------
+
+ARTCRAFT = AppSpec("artcraft", "ArtCraft", "storytold/artcraft")
+TAURI_FIXTURE = Path(__file__).parents[1] / "github" / "fixtures" / "tauri_action_release.json"
+TAURI_DOWNLOADS = "https://github.com/storytold/artcraft/releases/download/artcraft-v0.37.0/"
+
+
+@pytest.fixture
+def tauri_site(state_dir: Path, settings, install_runtime) -> Path:
+    """ArtCraft serving the fixture's release (tests/github/test_tauri_release.py reads it)."""
+    settings.CRAFT_APPS = {"APPS": apps_setting((ARTCRAFT, ARTCRAFT_LAUNCHER)), "STATE_DIR": str(state_dir)}
+    install_runtime(recheck_s=0.0)
+    release = parse_release(TAURI_FIXTURE.read_bytes(), ARTCRAFT.repo)
+    publish(state_dir, {"artcraft": AppState(latest_release=release, fetched_ms=FETCHED_MS)})
+    return state_dir
+
+
+@pytest.mark.parametrize(
+    ("path", "file"),
+    [
+        ("artcraft/windows/x64", "ArtCraft_0.37.0_x64_en-US.msi"),
+        ("artcraft/windows/x64/msi", "ArtCraft_0.37.0_x64_en-US.msi"),
+        ("artcraft/macos/arm64", "ArtCraft_0.37.0_universal.dmg"),
+        ("artcraft/macos/x64", "ArtCraft_0.37.0_universal.dmg"),
+        ("artcraft/macos/universal/dmg", "ArtCraft_0.37.0_universal.dmg"),
+        ("artcraft/linux/x64", "ArtCraft_0.37.0_amd64.AppImage"),
+        ("artcraft/linux/x64/deb", "ArtCraft_0.37.0_amd64.deb"),
+        ("artcraft/linux/x64/rpm", "ArtCraft-0.37.0-1.x86_64.rpm"),
+    ],
+)
+def test_a_tauri_action_release_has_download_links(tauri_site, client, path, file):
+    response = download(client, path)
+    assert response.status_code == 302
+    assert response["Location"] == TAURI_DOWNLOADS + file
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        ("artcraft/windows/arm64", "ArtCraft 0.37.0 has no windows/arm64 file"),
+        # The macOS updater bundle (.app.tar.gz) is no Linux tar.gz.
+        ("artcraft/linux/x64/tar_gz", "ArtCraft 0.37.0 has no linux/x64 tar_gz file"),
+        ("artcraft/macos/universal/tar_gz", "ArtCraft 0.37.0 has no macos/universal tar_gz file"),
+    ],
+)
+def test_a_tauri_action_releases_other_files_have_no_link(tauri_site, client, path, error):
+    response = download(client, path)
+    assert response.status_code == 404
+    assert json.loads(response.content)["error"] == error
+
+
+def test_a_tauri_action_release_is_answered_with_its_version_and_platforms(tauri_site, client):
+    body = json.loads(client.get(RELEASE_INFO_URL).content)
+    served = body["release_info"]["apps"]["artcraft"]["latest_release"]
+    assert (served["tag"], served["version"]) == ("artcraft-v0.37.0", "0.37.0")
+    platforms = {asset["name"]: asset["platform"] for asset in served["assets"]}
+    assert platforms["ArtCraft_0.37.0_x64_en-US.msi"] == {
+        "os": "windows",
+        "arch": "x64",
+        "package_type": "msi",
+    }
+    assert platforms["ArtCraft_0.37.0_universal.dmg"] == {
+        "os": "macos",
+        "arch": "universal",
+        "package_type": "dmg",
+    }
+    assert platforms["ArtCraft_0.37.0_amd64.AppImage"] == {
+        "os": "linux",
+        "arch": "x64",
+        "package_type": "app_image",
+    }
+    unplaced = sorted(name for name, platform in platforms.items() if platform is None)
+    assert unplaced == sorted(
+        [
+            "ArtCraft_0.37.0_x64-setup.exe",
+            "ArtCraft_universal.app.tar.gz",
+            "ArtCraft_0.37.0_x64_en-US.msi.sig",
+            "ArtCraft_0.37.0_x64-setup.exe.sig",
+            "ArtCraft_universal.app.tar.gz.sig",
+            "ArtCraft_0.37.0_amd64.AppImage.sig",
+            "latest.json",
+        ]
+    )
+
+
+def test_the_downloads_page_offers_a_tauri_action_releases_installers(tauri_site, client):
+    response = client.get("/craft_apps/downloads/artcraft/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "Version <strong>0.37.0</strong>" in page
+    for main in ("artcraft/windows/x64", "artcraft/macos/universal", "artcraft/linux/x64"):
+        assert f'href="/v1/craft_apps/download/{main}"' in page, main
+    assert "ArtCraft_0.37.0_x64-setup.exe" in page  # listed with the other files

@@ -12,8 +12,8 @@ from django.test import Client, override_settings
 
 from craft_apps.api import answer_cache, caching
 from craft_apps.api.runtime import reset
-from craft_apps.compat import UTC
-from craft_apps.domain import (
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import (
     AppState,
     AssetPlatform,
     CraftAppArch,
@@ -22,7 +22,7 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.instants import datetime_to_ms
+from craft_apps.kernel.instants import datetime_to_ms
 from tests.support import RELEASE_INFO_URL as URL
 from tests.support import SHA, publish
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from craft_apps.domain import AppState
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import AppState
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.support import release
 
@@ -133,3 +133,44 @@ def test_it_never_touches_redis_even_when_redis_hangs(site: Path, client: Client
     started = time.monotonic()
     assert get(client)[0] == 200
     assert time.monotonic() - started < 2.5, "less than Redis's 3 s connect timeout"
+
+
+@pytest.mark.parametrize(
+    "key", ["CHANGE-ME", "AAAA" * 19, "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"]
+)
+def test_a_signing_key_that_cant_be_used_fails_every_rule_set_and_is_counted(
+    site: Path, client: Client, clock: FakeClock, settings, key: str
+):
+    """Healthy otherwise: the ``signing`` rule applies whatever ``?rules=`` asks (the load
+    balancer's check included), names the setting and never the key; the metric and
+    ``craft_apps_status`` say it too; with the key fixed, all is well again."""
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    from craft_apps.kernel import signing
+    from tests.api.support import TOKEN, scrape
+    from tests.signing.vectors import KEY_A
+
+    poller_holding_the_lease(site, clock)
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "SIGNING_KEY": key, "METRICS_TOKEN": TOKEN}
+    for query in ("", "?rules=state_file,poller", "?rules=stale"):
+        status, body, _ = get(client, query)
+        assert status == 503 and [p["rule"] for p in body["problems"]] == ["signing"], query
+        assert "CRAFT_APPS_SIGNING_KEY" in body["problems"][0]["detail"] and key not in json.dumps(body)
+    assert scrape(client)["craft_apps_health_problems"][(("rule", "signing"),)] == 1
+    out = io.StringIO()
+    call_command("craft_apps_status", stdout=out)
+    [line] = [line for line in out.getvalue().splitlines() if line.startswith("signing ")]
+    assert "UNUSABLE KEY" in line and "CRAFT_APPS_SIGNING_KEY" in line and key not in out.getvalue()
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="1 health problems"):
+        call_command("craft_apps_status", "--check", "--rule", "gone", stdout=out)
+    assert out.getvalue().startswith("signing: CRAFT_APPS['SIGNING_KEY']")
+
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "SIGNING_KEY": signing.private_key_text(KEY_A)}
+    assert get(client, "?rules=state_file,poller")[0] == 200
+    assert scrape(client)["craft_apps_health_problems"][(("rule", "signing"),)] == 0
+    out = io.StringIO()
+    call_command("craft_apps_status", stdout=out)
+    assert f"signed by {KEY_A.key_id}" in out.getvalue()

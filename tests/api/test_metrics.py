@@ -10,11 +10,11 @@ import pytest
 from django.test import Client
 
 from craft_apps.checks import configuration_problems
-from craft_apps.domain import AppState, Backoff, GitHubQuota
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
-from craft_apps.instants import datetime_to_ms
+from craft_apps.kernel.domain import AppState, Backoff, GitHubQuota
+from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.testing.clock import FakeClock
 from tests.api.support import METRICS_URL as URL
 from tests.api.support import TOKEN, scrape
@@ -172,14 +172,14 @@ def test_dropped_assets_a_rename_and_a_404_are_shown_per_app(site: Path, client:
 
 @pytest.mark.django_db(transaction=True)
 def test_each_apps_beta_channel_is_a_gauge(site: Path, client: Client, install_runtime):
-    from craft_apps.notices.feed import NoticesFeed
-    from craft_apps.notices.models import AppChannel
+    from craft_apps.content.feed import NoticesFeed
+    from craft_apps.content.models import AppChannel
 
     install_runtime(
         clock=FakeClock(START_MS + 60 * S),
         recheck_s=0.0,
         feed=NoticesFeed(recheck_s=0.0, runner=lambda look: look()),
     )
-    AppChannel.objects.create(app_key="vectorcraft", beta=True)
+    AppChannel.objects.create(app_key="vectorcraft", channels=["beta"])
     beta = scrape(client)["craft_apps_app_beta"]
     assert beta == {(("app", "photocraft"),): 0.0, (("app", "vectorcraft"),): 1.0}

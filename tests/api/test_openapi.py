@@ -51,6 +51,7 @@ def test_components_are_named_as_the_contract():
         "CraftAppArch",
         "CraftAppPackageType",
         "CraftAppsDownloadError",
+        "CraftAppsTauriUpdate",
         "CraftAppsHealth",
         "CraftAppsHealthProblem",
         "CraftAppsHealthStatusEnum",

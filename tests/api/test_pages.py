@@ -12,7 +12,7 @@ from django.test import Client
 
 from craft_apps.api import pages
 from craft_apps.api.runtime import runtime
-from craft_apps.domain import AppState
+from craft_apps.kernel.domain import AppState
 from tests.api.downloads_support import EVERY_FILE, FETCHED_MS, download_site, release_of, url_of
 from tests.support import SHA, publish
 

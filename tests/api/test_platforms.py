@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from craft_apps.api.platforms import UNKNOWN, Visitor, detect_visitor
-from craft_apps.domain import CraftAppArch, CraftAppOs
+from craft_apps.kernel.domain import CraftAppArch, CraftAppOs
 
 OS, ARCH = CraftAppOs, CraftAppArch
 

@@ -1,6 +1,6 @@
 """The release's JSON has one definition: the stores' codec and the HTTP serializer agree.
 
-The codec (``craft_apps.codec``) writes a release into the state file and Redis; the serializer
+The codec (``craft_apps.kernel.codec``) writes a release into the state file and Redis; the serializer
 (``craft_apps.api.serializers``) writes it into the endpoint's answer. They are two encoders of
 the contract's ``CraftAppRelease``, so this pins them as twins: for every demo release and every
 awkward value, both give the same JSON, and the codec reads its own output back unchanged.
@@ -15,10 +15,10 @@ from datetime import datetime
 import pytest
 
 from craft_apps.api.serializers import CraftAppReleaseSerializer
-from craft_apps.codec import decode_release, encode_release, release_to_dict
-from craft_apps.compat import UTC
-from craft_apps.domain import AssetPlatform, CraftAppOs, CraftAppPackageType, Release
 from craft_apps.github.parsing import parse_release
+from craft_apps.kernel.codec import decode_release, encode_release, release_to_dict
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AssetPlatform, CraftAppOs, CraftAppPackageType, Release
 from craft_apps.testing.demo_releases import demo_releases
 from tests.support import release
 

@@ -10,10 +10,10 @@ from django.test import Client, override_settings
 
 from craft_apps.api import runtime as runtime_module
 from craft_apps.api.runtime import Runtime, reset, runtime, use
-from craft_apps.domain import AppState
+from craft_apps.content.feed import BackgroundLooker, NoticesFeed
 from craft_apps.host.store import StateStore
-from craft_apps.notices.feed import BackgroundLooker, NoticesFeed
-from tests.notices.support import WAIT_S, run_once
+from craft_apps.kernel.domain import AppState
+from tests.content.support import WAIT_S, run_once
 from tests.support import publish
 
 URL = "/v1/craft_apps/release_info"

@@ -6,18 +6,20 @@ answer byte for byte what today's code sends."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.http import HttpRequest, HttpResponse, HttpResponseNotModified
 from django.test import Client, RequestFactory
 
-from craft_apps import signing
 from craft_apps.api import views
 from craft_apps.api.negotiation import IDENTITY, choose_encoding
 from craft_apps.api.runtime import runtime
 from craft_apps.api.validators import not_modified, weak_etag
+from craft_apps.kernel import signing
 from tests.api.support import decoded, warm
 from tests.signing.vectors import KEY_A, KEY_B
 from tests.support import RELEASE_INFO_URL as URL
@@ -155,9 +157,10 @@ def test_a_new_period_sends_a_fresh_signature_never_a_304(site: Path, settings):
     assert after.status_code == 200 and after["ETag"] != before["ETag"]
     found = verdict(after, [KEY_A], START + PERIOD)
     assert found.accepted and found.signed == signing.rfc3339(START + PERIOD)
-    # The launcher that accepted the new one still accepts an edge's previous-period answer.
-    last = signing.parse_rfc3339(found.signed)
-    old = signing.verify(decoded(before), before.headers, [KEY_A.public], START + PERIOD, last)
+    # The launcher that accepted the new one still accepts an edge's previous-period answer:
+    # the same content, the same order.
+    assert found.order is not None and found.order == verdict(before, [KEY_A]).order
+    old = signing.verify(decoded(before), before.headers, [KEY_A.public], START + PERIOD, int(found.order))
     assert old.accepted, old
     # A release changes the ETag within a period too.
     warm(site, version="0.6.0")
@@ -197,3 +200,43 @@ def test_the_refined_brotli_form_keeps_the_signature(site: Path, settings, insta
     refined = at(NOW)(**{"Accept-Encoding": "br"})
     assert refined.content != first.content, "the best brotli form is served"
     assert refined[signing.HEADER] == first[signing.HEADER] and verdict(refined, [KEY_A]).accepted
+
+
+VALIDITY_VALUES: tuple[object, ...] = (
+    99_999_999_999_999, 10**30, 2**63, signing.MAX_VALIDITY_SECS + 1, signing.MAX_VALIDITY_SECS,
+    -(10**20), -1, 0, 1, "99999999999999", " 7 ", "1e20", "abc", "", 1.5, 1e300, True, None, [],
+)  # fmt: skip
+KEY_VALUES: tuple[object, ...] = (
+    "not a key", "", 12, 1.5, True, None, ["x"], b"bytes", "\x00", "=" * 44, "-----BEGIN PRIVATE KEY-----",
+    "AAAA" * 19,  # 57 bytes: an Ed448 key
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"SIGNING_VALIDITY_SECS": value} for value in VALIDITY_VALUES]
+    + [{"SIGNING_KEY_PREVIOUS": value} for value in KEY_VALUES]
+    + [{"POLL_INTERVAL_SECS": 10**15}, {"POLL_INTERVAL_SECS": 10**15, "SIGNING_VALIDITY_SECS": 10**16}],
+    ids=repr,
+)
+def test_no_signing_setting_makes_the_endpoint_fail(site: Path, settings, extra):
+    """Every value of a signing setting (and a polling interval that raises the window) through
+    Django's full request path: a 200 whose signature verifies, its window at most a year."""
+    warm(site)
+    with_keys(settings, site, KEY_A)
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, **extra}
+    for coding in ("identity", "br", "gzip"):
+        answer: Any = Client().get(URL, headers={"Accept-Encoding": coding})
+        assert answer.status_code == 200, extra
+        found = verdict(answer, [KEY_A], int(time.time()))
+        assert found.accepted, (extra, found)
+        window = signing.parse_rfc3339(found.expires or "") - signing.parse_rfc3339(found.signed or "")
+        assert 0 < window <= signing.MAX_VALIDITY_SECS
+
+
+@pytest.mark.parametrize("value", KEY_VALUES, ids=repr)
+def test_an_unusable_key_alone_serves_the_unsigned_answer(site: Path, settings, value):
+    warm(site)
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "SIGNING_KEY": value, "SIGNING_VALIDITY_SECS": 10**30}
+    answer = Client().get(URL)
+    assert answer.status_code == 200 and signing.HEADER not in answer

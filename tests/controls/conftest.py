@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from craft_apps.api.representation import Refiner
-from craft_apps.compat import UTC
-from craft_apps.notices.feed import NoticesFeed
+from craft_apps.content.feed import NoticesFeed
+from craft_apps.kernel.compat import UTC
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub

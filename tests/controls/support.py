@@ -2,13 +2,14 @@
 ORM, so every write bumps the notices' version as the admin's does), what an answer serves of
 photocraft, and two gunicorn workers sampled until both answer alike.
 
-The gunicorn site is ``tests.notices.test_workers``' (its ``Workers``, whose answers carry the
+The gunicorn site is ``tests.content.test_workers``' (its ``Workers``, whose answers carry the
 worker's pid in ``X-Worker-Pid``); only the reading of an answer is this directory's own."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 import urllib.request
 from collections.abc import Callable
@@ -16,18 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
+from django.contrib.auth import get_user_model
 
-from craft_apps.clock import Clock
-from craft_apps.controls import HOLD, ROLLOUT, YANK
-from craft_apps.domain import AppSpec
+from craft_apps.content.models import ReleaseControl
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
-from craft_apps.notices.models import ReleaseControl
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.controls import HOLD, ROLLOUT, YANK
+from craft_apps.kernel.domain import AppSpec
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.fake_github import FakeGitHub
-from tests.notices.workers_support import Workers
+from tests.content.workers_support import Workers
 from tests.support import PHOTOCRAFT, RELEASE_INFO_URL, S, release
 
 APP = "photocraft"
@@ -114,11 +117,11 @@ def until_both(site: Workers, condition: Callable[[Served], bool], timeout: floa
 def site_env(
     state_dir: Path, database: dict[str, str], extra: dict[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment of the two-worker site (``tests.notices.worker_site``) on ``database``,
+    """The environment of the two-worker site (``tests.content.worker_site``) on ``database``,
     serving photocraft from ``state_dir``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
     env.update(
-        DJANGO_SETTINGS_MODULE="tests.notices.worker_site",
+        DJANGO_SETTINGS_MODULE="tests.content.worker_site",
         CRAFT_APPS_STATE_DIR=str(state_dir),
         CRAFT_APPS_RELEASE_APPS="photocraft=PhotoCraft=storytold/photocraft",
         **{f"DJANGO_DB_{key}": value for key, value in database.items()},
@@ -152,3 +155,17 @@ def host_poller(
     )
     poller.load_host_state()
     return poller
+
+
+def admin_session(site: Workers) -> requests.Session:
+    get_user_model().objects.create_superuser("operator", "", "a long password")
+    session = requests.Session()
+    login = f"http://127.0.0.1:{site.port}/admin/login/"
+    page = session.get(login, timeout=5)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text)
+    require(token, "the login form has its CSRF token")
+    assert token is not None
+    form = {"username": "operator", "password": "a long password", "csrfmiddlewaretoken": token[1]}
+    done = session.post(login, data={**form, "next": "/admin/"}, timeout=5, allow_redirects=False)
+    require(done.status_code == 302, f"logged in: {done.status_code}")
+    return session

@@ -15,10 +15,10 @@ from django.test import Client
 
 from craft_apps.api.answer_cache import AnswerCache
 from craft_apps.api.runtime import runtime
-from craft_apps.controls import Step
-from craft_apps.domain import AppState, Release
+from craft_apps.content.models import AppChannel
 from craft_apps.host.store import DB_FILENAME
-from craft_apps.notices.models import AppChannel
+from craft_apps.kernel.controls import Step
+from craft_apps.kernel.domain import AppState, Release
 from craft_apps.testing.clock import FakeClock
 from tests.controls.support import V110, V120, V130, hold, rollout, served, yank
 from tests.support import RELEASE_INFO_URL, S, publish, publish_history, release
@@ -64,7 +64,7 @@ def test_a_schedules_step_moves_the_percentage_at_its_instant_with_one_encoding_
     web: Path, fake_clock: FakeClock
 ):
     warm(web, history=(RC, V130, V120, V110))
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     at_ms = fake_clock.now_ms() + 60 * S
     schedule = Step(at_ms, 50).line()
     rollout("v1.3.0", 10, channel="stable", schedule=schedule)
@@ -107,7 +107,7 @@ def test_an_edit_while_the_state_file_cant_be_read_applies_to_the_last_good_answ
 
 def test_a_hold_scoped_to_beta_leaves_stable_as_it_was(web: Path):
     warm(web, history=(RC, V130, V120, V110))
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     stable = client.get(RELEASE_INFO_URL)
     assert served(client.get(BETA).content).latest == "v1.4.0-rc.1"

@@ -14,15 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import PollMode
+from craft_apps.content.channels import HistoryApps
+from craft_apps.content.kept_controls import decode
 from craft_apps.fleet.store import SharedStore
-from craft_apps.notices.channels import HistoryApps
+from craft_apps.kernel.domain import PollMode
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
+from tests.content.workers_support import Workers, database_for_the_workers, database_locked
 from tests.controls.support import Served, burst, host_poller, require, site_env, yank
 from tests.fleet.hosts import poller_env, start_once
 from tests.fleet.server import RedisServer
-from tests.notices.workers_support import Workers, database_for_the_workers, database_locked
 from tests.support import ONE_AT_A_TIME, PHOTOCRAFT
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
@@ -143,3 +144,22 @@ def test_a_host_started_while_the_database_cant_be_read_applies_the_yank_the_fle
     assert github.requests == [], "host B took the entry and the history from Redis"
     assert_never_the_yanked(answers)
     require((tmp_path / "host-b" / "release_controls.json").exists(), "host B's poller kept them")
+
+
+def test_a_flushed_controls_key_comes_back_at_the_pollers_next_tick(
+    tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client
+):
+    """A running poller that reads the site's database writes the fleet's controls again after a
+    FLUSHALL (or a Redis restarted without persistence), though they haven't changed."""
+    yank("v1.3.0")
+    clock = FakeClock(time.time_ns() // 1_000_000)
+    shared = SharedStore(redis_server.client(), hostname="host-a")
+    poller = host_poller(tmp_path / "host-a", github, clock, HistoryApps(fresh_s=0), shared)
+    poller.tick()
+    require(redis_client.exists(CONTROLS_KEY), "host A shared the controls it read")
+    redis_client.flushall()
+    clock.advance(30)
+    poller.tick()
+    found = shared.read_controls(decode)
+    assert found is not None, "the key is back after one tick"
+    assert [(c.action, c.tag) for c in found[0]] == [("yank", "v1.3.0")]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from craft_apps.domain import AppState
-from craft_apps.notices.channels import HistoryApps
+from craft_apps.content.channels import HistoryApps
+from craft_apps.kernel.domain import AppState
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.controls.support import (

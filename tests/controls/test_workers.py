@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import AppState
-from tests.controls.support import V110, V120, V130, Served, burst, rollout, until_both, yank
-from tests.fleet.server import RedisServer
-from tests.notices.workers_support import (
+from craft_apps.kernel.domain import AppState
+from tests.content.workers_support import (
     FETCHED_MS,
     Workers,
     database_for_the_workers,
@@ -21,6 +19,8 @@ from tests.notices.workers_support import (
     logged_by,
     workers,
 )
+from tests.controls.support import V110, V120, V130, Served, burst, rollout, until_both, yank
+from tests.fleet.server import RedisServer
 from tests.support import ONE_AT_A_TIME, publish_history
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]

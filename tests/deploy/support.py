@@ -1,13 +1,15 @@
-"""What the deployment tests share: the Kubernetes example read as the cluster would read it (each
-container's environment from its ConfigMap, Secret and env), a fresh PostgreSQL database for the
-production settings, and a strong secret key."""
+"""What the deployment tests share: the examples (examples/deploy/) with their placeholders filled,
+by default with this repository's site (config.production), the Kubernetes example read as the
+cluster would read it (each container's environment from its ConfigMap, Secret and env), a fresh
+PostgreSQL database for the production settings, and a strong secret key."""
 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,14 +21,30 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBERNETES = ROOT / "config" / "kubernetes"
+EXAMPLES = ROOT / "examples" / "deploy"
+KUBERNETES = EXAMPLES / "kubernetes"
 MANIFEST = KUBERNETES / "craft-apps.yaml"
 SECRET_EXAMPLE = KUBERNETES / "craft-apps-secrets.example.yaml"
-NGINX_SITE = ROOT / "config" / "nginx" / "craft-apps.conf"
+NGINX_SITE = EXAMPLES / "nginx" / "craft-apps.conf"
+DOCKERFILE = EXAMPLES / "Dockerfile"
+PLACEHOLDER = re.compile(r"@[A-Z_]+@")
+# This repository's site (its production settings) in the examples' places for a site's modules.
+THIS_SITE = {"@SETTINGS_MODULE@": "config.production", "@WSGI_APPLICATION@": "config.wsgi"}
 
 
-def documents(path: Path = MANIFEST) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+def filled(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with its placeholders replaced by ``values``; none may be left."""
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    left = sorted(set(PLACEHOLDER.findall(text)))
+    assert not left, f"placeholders left unfilled: {left}"
+    return text
+
+
+def documents(path: Path = MANIFEST, values: Mapping[str, str] | None = THIS_SITE) -> list[dict[str, Any]]:
+    """The YAML documents of ``path``, its placeholders filled with ``values`` (None: as shipped)."""
+    text = path.read_text()
+    return [doc for doc in yaml.safe_load_all(text if values is None else filled(text, values)) if doc]
 
 
 def resource(kind: str, name: str) -> dict[str, Any]:

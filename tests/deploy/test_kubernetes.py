@@ -1,6 +1,8 @@
-"""The Kubernetes example: valid against Kubernetes' own schema (kubernetes-validate ships the
-schemas, so this runs offline), one pod = one host behind its own nginx, its parts wired to each
-other (Service, probes, ConfigMaps, Secret, migration Job), and the poller's probe command works."""
+"""The Kubernetes example: valid against Kubernetes' own schema as shipped (kubernetes-validate
+ships the schemas, so this runs offline), one pod = one host behind its own nginx, its parts wired
+to each other (Service, probes, ConfigMaps, Secret, migration Job), the image the Dockerfile
+example builds, the site named only through placeholders, and the poller's probe command works
+(with this repository's site in them)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from urllib.parse import parse_qs, urlsplit
 import kubernetes_validate
 import pytest
 
+import craft_apps
 from config.environment import PLACEHOLDER_SECRET_KEY
-from craft_apps.compat import UTC
 from craft_apps.host.health import RULES
+from craft_apps.kernel.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.deploy.support import (
+    DOCKERFILE,
     MANIFEST,
+    PLACEHOLDER,
     ROOT,
     SECRET_EXAMPLE,
     containers,
@@ -37,7 +42,7 @@ PROBE_HOST = "localhost"
 
 def test_every_document_is_valid_against_the_kubernetes_schema_strictly():
     version = kubernetes_validate.latest_version()
-    everything = [*documents(MANIFEST), *documents(SECRET_EXAMPLE)]
+    everything = [*documents(MANIFEST, None), *documents(SECRET_EXAMPLE, None)]
     assert [doc["kind"] for doc in everything] == [
         "ConfigMap",
         "ConfigMap",
@@ -52,6 +57,23 @@ def test_every_document_is_valid_against_the_kubernetes_schema_strictly():
     broken["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["periodSeconds"] = "often"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, version, strict=True)
+
+
+def test_every_container_of_the_site_runs_the_dockerfiles_image_tagged_with_the_package_version():
+    job = resource("Job", "craft-apps-migrate")["spec"]["template"]["spec"]["containers"][0]
+    ours = [containers()["web"], containers()["poller"], job]
+    assert {c["image"] for c in ours} == {f"registry.example.com/craft-apps:{craft_apps.__version__}"}
+    assert f"ARG CRAFT_APPS_VERSION={craft_apps.__version__}\n" in DOCKERFILE.read_text()
+    assert {c["workingDir"] for c in ours} == {"/app"} and "\nWORKDIR /app\n" in DOCKERFILE.read_text()
+
+
+def test_the_manifest_names_the_site_only_through_its_placeholders():
+    text = MANIFEST.read_text()
+    assert set(PLACEHOLDER.findall(text)) == {"@SETTINGS_MODULE@", "@WSGI_APPLICATION@"}
+    shipped = {c["name"]: c for c in documents(MANIFEST, None)[3]["spec"]["template"]["spec"]["containers"]}
+    assert shipped["web"]["command"][-1] == "@WSGI_APPLICATION@"
+    assert documents(MANIFEST, None)[0]["data"]["DJANGO_SETTINGS_MODULE"] == "@SETTINGS_MODULE@"
+    assert "config." not in text.split("apiVersion", 1)[1], "nothing of this repository's own site"
 
 
 def test_web_nginx_and_poller_run_as_one_user_and_share_the_state_volume():

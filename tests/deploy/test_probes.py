@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from craft_apps.compat import UTC
+from craft_apps.kernel.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.deploy.support import (

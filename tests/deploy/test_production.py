@@ -116,9 +116,15 @@ def test_the_manifest_as_shipped_refuses_to_start_naming_the_variable(tmp_path: 
 
 @pytest.mark.slow
 def test_check_deploy_is_clean_with_the_production_settings(tmp_path: Path):
-    env = environment_of(
-        containers()["web"], {"DJANGO_SECRET_KEY": strong_secret_key(), "CRAFT_APPS_REDIS_URL": ""}
-    )
+    """With the Secret filled in: every placeholder replaced by a value of its kind."""
+    secret = {
+        "DJANGO_SECRET_KEY": strong_secret_key(),
+        "DATABASE_URL": f"postgresql://craft_apps:{strong_secret_key()}@postgres.example.internal/craft_apps",
+        "CRAFT_APPS_REDIS_URL": "",
+        "CRAFT_APPS_RELEASE_GITHUB_TOKEN": strong_secret_key(),
+        "CRAFT_APPS_METRICS_TOKEN": strong_secret_key(),
+    }
+    env = environment_of(containers()["web"], secret)
     (tmp_path / "metrics").mkdir()  # the pod's volumes
     env |= {
         "CRAFT_APPS_STATE_DIR": str(tmp_path / "state"),

@@ -1,5 +1,7 @@
-"""The systemd examples: `systemd-analyze verify` finds nothing to say, the hardening is there and
-scores well offline, and the poller unit's command, run as the unit would run it, polls."""
+"""The systemd examples: they name the site only through placeholders; with those filled (this
+repository's site, this virtual environment) `systemd-analyze verify` finds nothing to say, the
+hardening is there and scores well offline, and the poller unit's command, run as the unit would
+run it, polls."""
 
 from __future__ import annotations
 
@@ -7,30 +9,36 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from config.environment import PLACEHOLDER_SECRET_KEY
-from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
+from craft_apps.kernel.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.deploy.support import (
+    EXAMPLES,
     NGINX_SITE,
+    PLACEHOLDER,
+    THIS_SITE,
     containers,
     environment_of,
+    filled,
     outside_environment,
     postgres_database,
     strong_secret_key,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-UNITS = ROOT / "config" / "systemd"
+UNITS = EXAMPLES / "systemd"
 ENV_EXAMPLE = UNITS / "craft-apps.env.example"
 NAMES = ("craft-apps-web.service", "craft-apps-poller.service")
-PREFIX = "/srv/craft_apps"
+# What the units leave to the site, each named once in the web unit's header.
+PLACEHOLDERS = {"@SITE_DIR@", "@VENV_DIR@", "@SETTINGS_MODULE@", "@WSGI_APPLICATION@"}
 HARDENING = {
     "NoNewPrivileges": "yes",
     "ProtectSystem": "strict",
@@ -63,18 +71,50 @@ def service_section(path: Path) -> list[tuple[str, str]]:
     return settings
 
 
+def site_values(site_dir: Path) -> dict[str, str]:
+    """The placeholders for this repository's site at ``site_dir`` in this virtual environment."""
+    return THIS_SITE | {"@SITE_DIR@": str(site_dir), "@VENV_DIR@": str(Path(sys.executable).parent.parent)}
+
+
 @pytest.fixture
 def installed(tmp_path: Path) -> Path:
-    """The units as installed for a checkout at tmp_path/app (this one, through symlinks)."""
+    """The units as installed, their placeholders filled, for a site at tmp_path/app (this
+    repository's, through symlinks)."""
     app = tmp_path / "app"
     app.mkdir()
-    for name in (".venv", "manage.py", "config", "craft_apps"):
+    for name in ("manage.py", "config", "craft_apps"):
         (app / name).symlink_to(ROOT / name)
     units = tmp_path / "units"
     units.mkdir()
     for name in NAMES:
-        (units / name).write_text((UNITS / name).read_text().replace(PREFIX, str(app)))
+        (units / name).write_text(filled((UNITS / name).read_text(), site_values(app)))
     return units
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_units_name_the_site_only_through_its_placeholders(name: str):
+    text = (UNITS / name).read_text()
+    settings = "\n".join(f"{key}={value}" for key, value in service_section(UNITS / name))
+    assert set(PLACEHOLDER.findall(settings)) <= PLACEHOLDERS
+    assert "@SITE_DIR@" in settings and "@VENV_DIR@" in settings and "@SETTINGS_MODULE@" in settings
+    assert "/srv/" not in settings and "config." not in settings, "no checkout of this repository"
+    header = (UNITS / NAMES[0]).read_text().split("[Unit]")[0]
+    assert all(f"#   {placeholder} " in header for placeholder in PLACEHOLDERS), "each one explained"
+    assert set(PLACEHOLDER.findall(text)) <= PLACEHOLDERS
+
+
+def test_as_shipped_verify_fails_on_the_placeholders_so_they_must_be_filled(tmp_path: Path):
+    """Why the test fills them: the shipped unit names no real program."""
+    for name in NAMES:
+        (tmp_path / name).write_text((UNITS / name).read_text())
+    done = subprocess.run(
+        [systemd_analyze(), "verify", "--man=no", *(f"./{name}" for name in NAMES)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "path is not absolute: @SITE_DIR@" in done.stderr, done.stderr
 
 
 def systemd_analyze() -> str:
@@ -151,7 +191,7 @@ def poll_as_the_unit(tmp_path: Path, installed: Path, database_url: str) -> None
         env["CRAFT_APPS_RELEASE_APPS"] = "photocraft=PhotoCraft=storytold/photocraft"
         done = subprocess.run(
             [*shlex.split(values["ExecStart"]), "--once"],
-            cwd=values["WorkingDirectory"].replace(PREFIX, str(installed.parent / "app")),
+            cwd=values["WorkingDirectory"],
             env=env,
             capture_output=True,
             text=True,
@@ -161,9 +201,9 @@ def poll_as_the_unit(tmp_path: Path, installed: Path, database_url: str) -> None
     assert (state_root / "craft_apps" / "craft_apps_state.sqlite3").exists()
 
 
-def test_both_units_run_the_production_settings_and_the_env_file_names_what_the_secret_does():
+def test_both_units_run_the_sites_settings_and_the_env_file_names_what_the_secret_does():
     for name in NAMES:
-        assert ("Environment", "DJANGO_SETTINGS_MODULE=config.production") in service_section(UNITS / name)
+        assert ("Environment", "DJANGO_SETTINGS_MODULE=@SETTINGS_MODULE@") in service_section(UNITS / name)
     example = env_file(ENV_EXAMPLE)
     assert example["DJANGO_SECRET_KEY"] == PLACEHOLDER_SECRET_KEY, "a placeholder the settings refuse"
     assert example["DATABASE_URL"].startswith("postgresql://"), "one site database for every host"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from craft_apps.compat import UTC
-from craft_apps.instants import datetime_to_ms
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.instants import datetime_to_ms
 from tests.support import release
 
 __all__ = ["BASE_MS", "release", "t"]

@@ -12,13 +12,13 @@ from pathlib import Path
 import redis
 
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppSpec
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import AppSpec
+from craft_apps.kernel.source import Source
 from craft_apps.polling.poller import PollConfig, Poller
-from craft_apps.source import Source
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.support import TWO_APPS, S

@@ -13,9 +13,9 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from craft_apps.domain import Backoff
 from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.fleet.store import RedisTrouble, SharedStore
+from craft_apps.kernel.domain import Backoff
 from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer
 from tests.fleet.silent_redis import SilentRedis

@@ -16,10 +16,10 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import PollMode
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.store import StateStore
-from craft_apps.source import FetchOutcome, ReleaseSource
+from craft_apps.kernel.domain import PollMode
+from craft_apps.kernel.source import FetchOutcome, ReleaseSource
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.hosts import Host, finish, poller_env, start_once

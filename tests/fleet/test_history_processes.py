@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from craft_apps.compat import UTC
+from craft_apps.content.models import AppChannel
 from craft_apps.host.store import StateStore
-from craft_apps.notices.models import AppChannel
+from craft_apps.kernel.compat import UTC
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.hosts import ROOT, finish, poller_env, start_once
@@ -65,8 +65,8 @@ def test_a_host_started_later_takes_the_history_from_redis_and_serves_the_prerel
         env,
         "shell",
         "-c",
-        "from craft_apps.notices.models import AppChannel; "
-        "AppChannel.objects.create(app_key='photocraft', beta=True)",
+        "from craft_apps.content.models import AppChannel; "
+        "AppChannel.objects.create(app_key='photocraft', channels=['beta'])",
     )
 
     finish(start_once(env, tmp_path / "host-a", 0))
@@ -92,12 +92,12 @@ def test_a_host_started_later_takes_the_history_from_redis_and_serves_the_prerel
 
     # What host B's web processes serve from that state file, beta read from the database.
     from craft_apps.api.representation import Refiner
-    from craft_apps.notices.feed import NoticesFeed
+    from craft_apps.content.feed import NoticesFeed
 
     settings.CRAFT_APPS = {"APPS": apps_setting(TWO_APPS), "STATE_DIR": str(tmp_path / "host-b")}
     feed = NoticesFeed(recheck_s=0.0, runner=lambda look: look())
     install_runtime(recheck_s=0.0, refiner=Refiner(start=lambda job: job(), after_s=0.0), feed=feed)
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     client = Client()
     beta = client.get(RELEASE_INFO_URL + "?channel=beta")
     assert beta.status_code == 200

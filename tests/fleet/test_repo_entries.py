@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import redis
 
-from craft_apps.codec import encode_release
-from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec
 from craft_apps.github.parsing import parse_release
+from craft_apps.kernel.codec import encode_release
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub

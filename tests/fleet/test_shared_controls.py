@@ -1,7 +1,8 @@
 """The release controls shared through a real redis-server: every poller shares what its reads
-of the site's database found when it changed (the later read wins), and a poller that never read
-them, on a host without a kept file, writes the fleet's there before it publishes the releases
-they apply to; a key that doesn't decode is one line and one count, and nothing is written from it."""
+of the site's database found when it changed (the later read wins), once a day, and at the next
+tick when the key is missing; a poller that never read them, on a host without a kept file,
+writes the fleet's there before it publishes the releases they apply to; a key that doesn't
+decode is one line and one count, and nothing is written from it."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from craft_apps.controls import ROLLOUT, YANK, Control, Step
+from craft_apps.content.kept_controls import FILE_NAME, decode, encode, inspect
 from craft_apps.fleet.entry import APP_TTL_MS
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.counters import read_counters
-from craft_apps.notices.kept_controls import FILE_NAME, decode, encode, inspect
-from craft_apps.polling.controls_relay import ControlsRelay
+from craft_apps.kernel.controls import APPROVAL, APPROVED, ROLLOUT, YANK, Control, Step
+from craft_apps.polling.controls_relay import RENEW_MS, ControlsRelay
 from craft_apps.polling.poller import Poller
 from craft_apps.polling.tally import Tally
 from craft_apps.testing.clock import FakeClock
@@ -31,16 +32,17 @@ ROLLING = (Control("photocraft", ROLLOUT, "v0.5.0", "beta", 5, (Step(1_800_000_0
 
 
 class Reads:
-    """What a poller's reads of the database found: None until one answered."""
+    """What a poller's reads of the database found, and when: None until one answered."""
 
-    def __init__(self, controls: tuple[Control, ...] | None = None) -> None:
+    def __init__(self, controls: tuple[Control, ...] | None = None, read_ms: int = 0) -> None:
         self.found = controls
+        self.read_ms = read_ms
 
     def __call__(self) -> frozenset[str]:
         return frozenset()
 
-    def controls(self) -> tuple[Control, ...] | None:
-        return self.found
+    def controls_read(self) -> tuple[tuple[Control, ...], int] | None:
+        return None if self.found is None else (self.found, self.read_ms)
 
 
 def test_a_poller_shares_what_it_read_once_per_change_and_the_later_read_wins(
@@ -48,17 +50,17 @@ def test_a_poller_shares_what_it_read_once_per_change_and_the_later_read_wins(
 ) -> None:
     store = SharedStore(redis_server.client(), hostname="host-a")
     relay = ControlsRelay(tmp_path)
-    reads = Reads(YANKED)
-    relay.relay(reads.controls, store, fake_clock.now_ms())
+    reads = Reads(YANKED, fake_clock.now_ms())
+    relay.relay(reads.controls_read, store, fake_clock.now_ms())
     assert store.read_controls(str) == (encode(YANKED), fake_clock.now_ms())
     assert 0 < redis_client.pttl(KEY) <= APP_TTL_MS
 
-    redis_client.delete(KEY)
-    relay.relay(reads.controls, store, fake_clock.now_ms() + S)
-    assert not redis_client.exists(KEY), "unchanged: not written again"
+    redis_client.pexpire(KEY, 60_000)
+    relay.relay(reads.controls_read, store, fake_clock.now_ms() + S)
+    assert 0 < redis_client.pttl(KEY) <= 60_000, "unchanged and present: not written again"
 
-    reads.found = ROLLING
-    relay.relay(reads.controls, store, fake_clock.now_ms() + 2 * S)
+    reads.found, reads.read_ms = ROLLING, fake_clock.now_ms() + 2 * S
+    relay.relay(reads.controls_read, store, fake_clock.now_ms() + 2 * S)
     assert store.read_controls(decode) == (ROLLING, fake_clock.now_ms() + 2 * S)
     assert not store.write_controls(encode(YANKED), fake_clock.now_ms() + S), "an earlier read loses"
     assert store.read_controls(decode) == (ROLLING, fake_clock.now_ms() + 2 * S)
@@ -76,14 +78,14 @@ def test_a_poller_that_never_read_them_keeps_the_fleets_for_its_web_processes_on
     assert store.write_controls(encode(YANKED), fake_clock.now_ms())
     relay = ControlsRelay(tmp_path)
     with caplog.at_level(logging.WARNING, "craft_apps.polling.controls_relay"):
-        relay.relay(Reads().controls, store, fake_clock.now_ms())
-        relay.relay(Reads().controls, store, fake_clock.now_ms())
+        relay.relay(Reads().controls_read, store, fake_clock.now_ms())
+        relay.relay(Reads().controls_read, store, fake_clock.now_ms())
     assert inspect(tmp_path).controls == YANKED
     [line] = [r.getMessage() for r in caplog.records if r.name == "craft_apps.polling.controls_relay"]
     assert "keeping the 1 controls the fleet shared (read at " in line
 
     store.write_controls(encode(ROLLING), fake_clock.now_ms() + S)
-    relay.relay(Reads().controls, store, fake_clock.now_ms() + S)
+    relay.relay(Reads().controls_read, store, fake_clock.now_ms() + S)
     assert inspect(tmp_path).controls == YANKED, "a kept file is this host's: never replaced from Redis"
 
 
@@ -98,8 +100,8 @@ def test_a_key_that_isnt_controls_is_one_line_and_writes_nothing(
     relay = ControlsRelay(tmp_path)
     with caplog.at_level(logging.WARNING):
         store.write_controls("not the controls", fake_clock.now_ms())
-        relay.relay(Reads().controls, store, fake_clock.now_ms())
-        relay.relay(Reads().controls, store, fake_clock.now_ms())
+        relay.relay(Reads().controls_read, store, fake_clock.now_ms())
+        relay.relay(Reads().controls_read, store, fake_clock.now_ms())
         assert store.problems(KEY)[0].startswith("they don't read as controls: ")
         redis_client.hset(KEY, "v", "9")
         assert store.read_controls(decode) is None
@@ -169,3 +171,65 @@ def test_every_refusal_is_counted_once_in_the_hosts_counters_across_custodies(
     tally.after_tick(successor.tick(), successor, host.client)
     tally.after_tick(successor.tick(), successor, host.client)
     assert read_counters(host.store).redis_unreadable == 2, "the store outlives the custody: not again"
+
+
+def test_a_missing_key_is_written_again_at_the_next_tick_and_a_kept_one_renewed_daily(
+    tmp_path: Path, redis_server: RedisServer, redis_client: redis.Redis, fake_clock: FakeClock
+) -> None:
+    """A FLUSHALL, a Redis restarted without persistence, or 7 days without an edit: the key
+    comes back from any poller that reads the database, as it last read it."""
+    store = SharedStore(redis_server.client(), hostname="host-a")
+    relay = ControlsRelay(tmp_path)
+    reads = Reads(YANKED, fake_clock.now_ms())
+    relay.relay(reads.controls_read, store, fake_clock.now_ms())
+    assert store.read_controls(decode) == (YANKED, fake_clock.now_ms())
+
+    redis_client.flushall()
+    fake_clock.advance(30)
+    reads.read_ms = fake_clock.now_ms()
+    relay.relay(reads.controls_read, store, fake_clock.now_ms())
+    assert store.read_controls(decode) == (YANKED, fake_clock.now_ms()), "back after one tick"
+
+    redis_client.pexpire(KEY, 60_000)  # as if six days had passed since the write
+    fake_clock.advance(RENEW_MS // 1000)
+    reads.read_ms = fake_clock.now_ms()
+    relay.relay(reads.controls_read, store, fake_clock.now_ms())
+    assert redis_client.pttl(KEY) > APP_TTL_MS - 60_000, "renewed a day after the last write"
+    assert store.read_controls(decode) == (YANKED, fake_clock.now_ms())
+
+
+def test_a_renewal_never_stamps_an_old_read_as_new(
+    tmp_path: Path, redis_server: RedisServer, redis_client: redis.Redis, fake_clock: FakeClock
+) -> None:
+    """Host A's database stopped answering after its read; host B read an edit since. A's
+    renewal carries the time of A's read, so B's later read stays."""
+    store_a = SharedStore(redis_server.client(), hostname="host-a")
+    store_b = SharedStore(redis_server.client(), hostname="host-b")
+    relay_a, relay_b = ControlsRelay(tmp_path / "a"), ControlsRelay(tmp_path / "b")
+    stale = Reads(YANKED, fake_clock.now_ms())
+    relay_a.relay(stale.controls_read, store_a, fake_clock.now_ms())
+    relay_b.relay(Reads(ROLLING, fake_clock.now_ms() + S).controls_read, store_b, fake_clock.now_ms() + S)
+    relay_a.relay(stale.controls_read, store_a, fake_clock.now_ms() + RENEW_MS)
+    assert store_a.read_controls(decode) == (ROLLING, fake_clock.now_ms() + S)
+
+
+def test_the_release_policies_travel_with_the_controls_to_a_host_that_never_read_the_database(
+    tmp_path: Path, redis_server: RedisServer, redis_client: redis.Redis, fake_clock: FakeClock
+) -> None:
+    redis_client.delete(KEY)  # another test's later read would win
+    since = fake_clock.now_ms() - 3_600_000
+    held = (
+        *YANKED,
+        Control("photocraft", APPROVAL, "", "stable", since_ms=since),
+        Control("photocraft", APPROVED, "v0.6.0", "stable"),
+    )
+    store = SharedStore(redis_server.client(), hostname="host-a")
+    ControlsRelay(tmp_path / "a").relay(
+        Reads(held, fake_clock.now_ms()).controls_read, store, fake_clock.now_ms()
+    )
+    assert store.read_controls(decode) == (held, fake_clock.now_ms())
+    other = SharedStore(redis_server.client(), hostname="host-b")
+    ControlsRelay(tmp_path / "b").relay(Reads().controls_read, other, fake_clock.now_ms())
+    assert inspect(tmp_path / "b").controls == held, (
+        "host B's web processes apply the policy from their start"
+    )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from craft_apps.codec import encode_release
-from craft_apps.domain import Backoff
 from craft_apps.fleet.entry import (
     FIELD_CLAIMED_MS,
     FIELD_ETAG,
@@ -30,6 +28,8 @@ from craft_apps.fleet.entry import (
     encode_fetch,
     encode_unchanged,
 )
+from craft_apps.kernel.codec import encode_release
+from craft_apps.kernel.domain import Backoff
 from tests.fleet.helpers import release, t
 
 REPO = "storytold/photocraft"  # the repository every shared fetch here is of

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from craft_apps.compat import UTC
-from craft_apps.domain import HistoryFetch
 from craft_apps.fleet.entry import APP_TTL_MS
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import HistoryFetch
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release

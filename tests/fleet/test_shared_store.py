@@ -14,7 +14,6 @@ import pytest
 import redis
 from redis.connection import Connection
 
-from craft_apps.domain import Backoff
 from craft_apps.fleet import store as shared_store
 from craft_apps.fleet.entry import APP_TTL_MS, BACKOFF_TTL_MS, SharedAppEntry, SharedFailure, SharedFetch
 from craft_apps.fleet.store import (
@@ -26,6 +25,7 @@ from craft_apps.fleet.store import (
     WriteEffect,
     decide_write,
 )
+from craft_apps.kernel.domain import Backoff
 from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer
 from tests.support import free_port

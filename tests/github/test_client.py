@@ -14,10 +14,10 @@ import requests
 import responses
 from responses import matchers
 
-from craft_apps.domain import Release
 from craft_apps.github.client import GitHubClient
 from craft_apps.github.parsing import parse_release
-from craft_apps.source import Failed, Fetched, FetchOutcome, NotModified, RateLimited
+from craft_apps.kernel.domain import Release
+from craft_apps.kernel.source import Failed, Fetched, FetchOutcome, NotModified, RateLimited
 from craft_apps.testing.clock import START_MS, FakeClock
 
 from .support import API_URL, LATEST_URL, REPO, WEB_URL, github_asset, github_release

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from craft_apps.github.client import GitHubClient
-from craft_apps.source import Failed, Fetched, NotModified
+from craft_apps.kernel.source import Failed, Fetched, NotModified
 from craft_apps.testing.clock import FakeClock
 
 from .support import REPO, TLS_CERT, WEB_URL, ScriptedServer, drip, github_release

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 import responses
 
-from craft_apps.domain import GitHubQuota
 from craft_apps.github.client import GitHubClient
-from craft_apps.source import NotModified, RateLimited
+from craft_apps.kernel.domain import GitHubQuota
+from craft_apps.kernel.source import NotModified, RateLimited
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.github.support import API_URL, LATEST_URL, REPO, WEB_URL, github_release
 

@@ -13,7 +13,7 @@ from responses import matchers
 
 from craft_apps.github.client import GitHubClient
 from craft_apps.github.parsing import parse_release
-from craft_apps.source import Failed, ListFetched, NotModified, RateLimited
+from craft_apps.kernel.source import Failed, ListFetched, NotModified, RateLimited
 from craft_apps.testing.clock import FakeClock
 
 from .support import API_URL, REPO, WEB_URL, github_asset, github_release

@@ -8,18 +8,24 @@ from typing import Any
 
 import pytest
 
-from craft_apps.codec import decode_release, encode_release
-from craft_apps.compat import UTC
-from craft_apps.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppPackageType, Release
 from craft_apps.github.parsing import (
     MAX_NOTES_BYTES,
-    MAX_TAG_BYTES,
     ReleaseRejected,
     parse_platform,
     parse_release,
     read_release,
 )
-from craft_apps.source import MAX_ASSETS
+from craft_apps.kernel.codec import decode_release, encode_release
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import (
+    MAX_TAG_BYTES,
+    AssetPlatform,
+    CraftAppArch,
+    CraftAppOs,
+    CraftAppPackageType,
+    Release,
+)
+from craft_apps.kernel.source import MAX_ASSETS
 
 from .support import HASH, REPO, WEB_URL, github_asset, github_release
 
@@ -73,6 +79,22 @@ def test_a_parsed_release_survives_the_storage_codec() -> None:
 )
 def test_the_version_is_the_tag_without_one_leading_v(tag: str, version: str) -> None:
     assert parse(tag_name=tag).version == version
+
+
+@pytest.mark.parametrize(
+    ("tag", "version"),
+    [
+        ("artcraft-v0.37.0", "0.37.0"),  # tauri-action as ArtCraft configures it
+        ("app-v1.2.0", "1.2.0"),  # tauri-action's default
+        ("artcraft-v0.38.0-rc.1", "0.38.0-rc.1"),
+        ("@storytold/photocraft@1.2.3-rc.1", "1.2.3-rc.1"),  # changesets
+        ("v1.2.3-rc.1", "1.2.3-rc.1"),
+        ("artcraft-v0.37", "artcraft-v0.37"),  # no version after the prefix: the tag, as before
+    ],
+)
+def test_a_prefixed_tag_serves_the_version_after_its_prefix(tag: str, version: str) -> None:
+    release = parse(tag_name=tag)
+    assert (release.tag, release.version) == (tag, version)
 
 
 def test_a_tag_of_64_characters_is_kept() -> None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from craft_apps.domain import AppState, Release
+from craft_apps.kernel.domain import AppState, Release
 from craft_apps.testing.clock import START_MS
 from tests.support import release
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import GitHubQuota
 from craft_apps.host.counters import TABLE, CountersUpdate, PollerCounters, read_counters, record
 from craft_apps.host.store import Fence, StateStore, StateUnavailable
+from craft_apps.kernel.domain import GitHubQuota
 from tests.host.support import fetched
 
 QUOTA = GitHubQuota(remaining=47, limit=60, reset_ms=1_790_003_600_000, seen_ms=1_790_000_000_000)

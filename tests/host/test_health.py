@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import AppState
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.health import (
     RULES,
@@ -18,6 +17,7 @@ from craft_apps.host.health import (
 from craft_apps.host.lease import Lease
 from craft_apps.host.observe import observe
 from craft_apps.host.store import Fence, StateStore
+from craft_apps.kernel.domain import AppState
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.host.support import fetched
 from tests.support import S

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import Backoff, Release
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import DB_FILENAME, Fence, FenceRejected, HistoryFetch, StateSnapshot, StateStore
+from craft_apps.kernel.domain import Backoff, Release
 from craft_apps.testing.clock import FakeClock
 from tests.host.support import FIRST_FORMAT, fetched, make_release
 from tests.support import publish_history, release

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.domain import Backoff, LeaseTiming
 from craft_apps.host.lease import Lease, LeaseKeeper, make_holder
 from craft_apps.host.store import (
     FenceRejected,
@@ -20,6 +19,7 @@ from craft_apps.host.store import (
     StateStore,
     StateUnavailable,
 )
+from craft_apps.kernel.domain import Backoff, LeaseTiming
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.host import _race
 from tests.host.support import fetched

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.codec import encode_release
-from craft_apps.domain import AppState, release_page_is_of, same_repo
 from craft_apps.host.store import DB_FILENAME, Fence, StateStore
+from craft_apps.kernel.codec import encode_release
+from craft_apps.kernel.domain import AppState, release_page_is_of, same_repo
 from craft_apps.testing.clock import START_MS
 from tests.support import release
 

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from craft_apps.conf import app_settings
-from craft_apps.domain import AppState, Backoff
 from craft_apps.host import app_rows
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import (
@@ -30,6 +29,7 @@ from craft_apps.host.store import (
     StateStore,
     StateUnavailable,
 )
+from craft_apps.kernel.domain import AppState, Backoff
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.host.support import FIRST_FORMAT, fetched, make_release
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-from craft_apps.compat import UTC
-from craft_apps.domain import AppState
-from craft_apps.instants import datetime_to_ms, format_rfc3339
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppState
+from craft_apps.kernel.instants import datetime_to_ms, format_rfc3339
 from craft_apps.management.commands.craft_apps_status import Command
 from craft_apps.testing.clock import FakeClock
 from tests.support import publish, publish_history, release
@@ -49,7 +49,7 @@ def create_controls() -> None:
     """photocraft: v0.5.0 yanked, v0.6.0 rolled out (25 % since an hour ago, 50 % in two hours);
     the launcher: held at v0.4.0 on stable, v0.5.0 rolled out on beta and paused at 20 %, v9.9.9
     (no such release) yanked; oldcraft (not in APPS): v1.0.0 yanked."""
-    from craft_apps.notices.models import ReleaseControl
+    from craft_apps.content.models import ReleaseControl
 
     def create(app_key: str, action: str, tag: str, **fields: object) -> None:
         ReleaseControl.objects.create(app_key=app_key, action=action, tag=tag, reason="test", **fields)

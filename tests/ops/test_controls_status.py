@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.notices.support import database_unreachable
+from tests.content.support import database_unreachable
 from tests.ops.controls_support import at, create_controls, publish_releases, status
 from tests.support import apps_setting
 
@@ -117,7 +117,7 @@ def test_without_controls_the_answer_is_as_before_and_the_text_says_none(host: P
 
 @pytest.mark.django_db
 def test_a_rollout_at_100_is_shown_complete_and_changes_nothing(host: Path):
-    from craft_apps.notices.models import ReleaseControl
+    from craft_apps.content.models import ReleaseControl
 
     ReleaseControl.objects.create(
         app_key="photocraft", action="rollout", tag="v0.6.0", percentage=50, schedule=f"{at(hours=-1)} 100"
@@ -169,8 +169,8 @@ def test_a_state_file_that_cant_be_read_leaves_the_tags_unknown(settings, state_
 
 @pytest.mark.django_db
 def test_the_controls_kept_for_a_web_process_show_and_whether_they_are_the_databases(host: Path):
-    from craft_apps.notices.channels import read_controls
-    from craft_apps.notices.kept_controls import FILE_NAME, KeptControls
+    from craft_apps.content.channels import read_controls
+    from craft_apps.content.kept_controls import FILE_NAME, KeptControls
 
     create_controls()
     doc = json.loads(status("--json"))
@@ -195,7 +195,7 @@ def test_the_controls_kept_for_a_web_process_show_and_whether_they_are_the_datab
 
 @pytest.mark.django_db
 def test_a_kept_file_that_isnt_ours_is_one_line_in_the_status(host: Path):
-    from craft_apps.notices.kept_controls import FILE_NAME
+    from craft_apps.content.kept_controls import FILE_NAME
 
     (host / FILE_NAME).write_text('{"v": 1, "controls": [{"app_key": "photocraft"}]}')
     doc = json.loads(status("--json"))
@@ -207,3 +207,22 @@ def test_a_kept_file_that_isnt_ours_is_one_line_in_the_status(host: Path):
         "kept controls    refused (ValueError: a control without its key, action, tag or channel); "
         "a web process started while the database can't be read serves without controls until it can"
     )
+
+
+@pytest.mark.django_db
+def test_what_operators_typed_is_printed_with_its_control_characters_escaped(host: Path):
+    """Rows an older version stored (the admin and the import now refuse such tags): the text
+    prints each control character as its escape, so a tag can't clear the operator's screen,
+    ring its bell or forge a line; the JSON keeps them as JSON escapes them."""
+    from craft_apps.content.models import ReleaseControl
+
+    tag = "v0.5.0\x1b[2J\x07\nforged"
+    ReleaseControl.objects.create(app_key="photocraft", action="yank", tag=tag, reason="r")
+    ReleaseControl.objects.create(app_key="old\x1b[31mcraft", action="yank", tag="v1.0.0", reason="r")
+    text = status()
+    assert "\x1b" not in text and "\x07" not in text
+    assert all(line.isprintable() for line in text.splitlines()), "one line each, nothing a terminal acts on"
+    assert "  photocraft     yank v0.5.0\\x1b[2J\\x07\\nforged (every channel); not known" in text
+    assert "  old\\x1b[31mcraft  yank v1.0.0 (every channel); no app old\\x1b[31mcraft in APPS" in text
+    doc = json.loads(status("--json"))
+    assert [c["tag"] for c in doc["release_controls"]] == ["v1.0.0", tag]

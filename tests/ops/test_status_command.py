@@ -20,12 +20,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from craft_apps.compat import UTC
-from craft_apps.domain import AppState, Backoff
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.store import StateStore
-from craft_apps.instants import datetime_to_ms, parse_rfc3339
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppState, Backoff
+from craft_apps.kernel.instants import datetime_to_ms, parse_rfc3339
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
 from tests.support import apps_setting, free_port, publish, publish_history, release, stand_in
@@ -221,11 +221,11 @@ def test_a_refresh_asked_for_shows_as_the_next_due_time_and_why(env: dict[str, s
 
 @pytest.mark.django_db
 def test_each_apps_beta_channel_shows_in_text_and_json(settings, state_dir: Path):
-    from craft_apps.notices.models import AppChannel
+    from craft_apps.content.models import AppChannel
 
     settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
     publish(state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=1)})
-    AppChannel.objects.create(app_key="photocraft", beta=True)
+    AppChannel.objects.create(app_key="photocraft", channels=["beta"])
     doc = json.loads(status("--json"))
     assert {app["key"]: app["beta"] for app in doc["apps"]} == {
         "artcraft-launcher": False,
@@ -237,12 +237,12 @@ def test_each_apps_beta_channel_shows_in_text_and_json(settings, state_dir: Path
 
 
 def test_the_controls_the_fleet_shares_show_with_redis(env: dict[str, str], redis_client):
-    from craft_apps.controls import YANK, Control
-    from craft_apps.notices.kept_controls import encode
+    from craft_apps.content.kept_controls import encode
+    from craft_apps.kernel.controls import YANK, Control
 
     doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
     assert doc["redis"]["shared_controls"] is None
-    assert "fleet controls   none shared yet" in manage(env, "craft_apps_status").stdout
+    assert "fleet controls   missing from Redis: " in manage(env, "craft_apps_status").stdout
 
     read_ms = datetime_to_ms(parse_rfc3339("2026-12-01T09:00:00Z"))
     store = SharedStore(redis_client, hostname="host-a")

@@ -8,11 +8,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec, AppState
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec, AppState
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release

@@ -12,14 +12,16 @@ from typing import Any
 import pytest
 import responses
 
-from craft_apps.domain import AppSpec
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.drops import GONE, MOVED, read_drops
 from craft_apps.host.health import HealthPolicy, health_problems
 from craft_apps.host.lease import Lease
 from craft_apps.host.observe import observe
 from craft_apps.host.store import StateStore
-from craft_apps.ops.status import FleetView, render_text, status_document
+from craft_apps.kernel.domain import AppSpec
+from craft_apps.ops.status_document import status_document
+from craft_apps.ops.status_read import FleetView
+from craft_apps.ops.status_text import render_text
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from tests.polling.hosts import API, release_json

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import responses
 
-from craft_apps.domain import LeaseTiming
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.counters import read_counters
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import LeaseTiming
 from craft_apps.polling.loop import PollingLoop
 from craft_apps.polling.poller import PollConfig, Poller, TickReport
 from craft_apps.polling.tally import Tally

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.clock import SystemClock
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.clock import SystemClock
 from craft_apps.polling.schedule import MIN_REQUEST_GAP_MS
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.polling.processes import APPS, ROOT, Poller

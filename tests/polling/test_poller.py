@@ -11,9 +11,9 @@ import pytest
 import responses
 from responses import matchers
 
-from craft_apps.domain import Backoff, PollMode
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.domain import Backoff, PollMode
 from craft_apps.testing.clock import FakeClock
 from tests.polling.hosts import APPS, Host, release_json, url
 from tests.support import S

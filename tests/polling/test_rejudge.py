@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import responses
 
-from craft_apps.domain import AppState
 from craft_apps.fleet.entry import SharedAppEntry, SharedFetch
 from craft_apps.github.parsing import parse_release, rejudge
+from craft_apps.kernel.domain import AppState
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_releases
 from tests.polling.hosts import APPS, Host, release_json

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from craft_apps.api.answer import build_release_info
-from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub, StatusFault
 from tests.polling.processes import Poller, poller_environment

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from craft_apps.domain import AppState, Backoff
+from craft_apps.kernel.domain import AppState, Backoff
 from craft_apps.polling.schedule import (
     BETWEEN_REQUESTS_MS,
     MIN_REQUEST_GAP_MS,

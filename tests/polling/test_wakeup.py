@@ -16,18 +16,18 @@ import pytest
 import redis
 
 from craft_apps.api.refresh import request_refresh
-from craft_apps.compat import UTC
-from craft_apps.domain import AppSpec, Backoff
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec, Backoff
+from craft_apps.kernel.source import FetchOutcome
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.polling.schedule import MIN_REQUEST_GAP_MS, REFRESH_GAP_MS
 from craft_apps.polling.wakeup import WakeUps
-from craft_apps.source import FetchOutcome
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from django.test import Client, override_settings
 
-from craft_apps.compat import UTC
-from craft_apps.domain import AppState
 from craft_apps.fleet.options import poller_cache
 from craft_apps.github.parsing import parse_release
 from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppState
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer

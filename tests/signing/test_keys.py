@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519
 from django.core.management import CommandError, call_command
 
-from craft_apps import signing
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings
+from craft_apps.kernel import signing
 from tests.signing.vectors import KEY_A, KEY_B
 
 SEED_A = bytes(range(32))

@@ -15,10 +15,10 @@ import redis
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from craft_apps import signing
 from craft_apps.api.runtime import runtime
 from craft_apps.checks import configuration_problems
 from craft_apps.github.client import GitHubClient
+from craft_apps.kernel import signing
 from craft_apps.polling.process import PollerRunner, RunnerOptions
 from craft_apps.testing.clock import START_MS, FakeClock
 from tests.fleet.server import RedisServer

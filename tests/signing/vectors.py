@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from craft_apps import signing
+from craft_apps.kernel import signing
 
 # Test keys only: their private halves are published on the spec page.
 KEY_A = signing.parse_private_key(base64.b64encode(bytes(range(32))).decode())
@@ -21,8 +21,32 @@ BODY = (
     b'"last_fetched":null}}'
 )
 TAMPERED = BODY.replace(b"true", b"trve")
-HEADER_A = signing.sign(signing.SigningConfig((KEY_A,), WINDOW_S), BODY, SIGNED_AT)
-HEADER_AB = signing.sign(signing.SigningConfig((KEY_A, KEY_B), WINDOW_S), BODY, SIGNED_AT)
+ORDER = (SIGNED_AT + 1800) * 1000 + 250  # the answer reflects 2026-01-01T00:30:00.250Z
+CONFIG_A = signing.SigningConfig((KEY_A,), WINDOW_S)
+HEADER_A = signing.sign(CONFIG_A, BODY, SIGNED_AT, order=ORDER)
+HEADER_AB = signing.sign(signing.SigningConfig((KEY_A, KEY_B), WINDOW_S), BODY, SIGNED_AT, order=ORDER)
+HEADER_V1 = signing.sign(CONFIG_A, BODY, SIGNED_AT)  # a server before order: v1 alone
+# Key B's member of an older answer of the same body first, then key A's of the newer one.
+HEADER_B_OLDER_FIRST = ", ".join(
+    (
+        signing.sign(signing.SigningConfig((KEY_B,), WINDOW_S), BODY, SIGNED_AT, order=ORDER - 60_000),
+        HEADER_A,
+    )
+)
+_SIG2 = HEADER_A.rsplit("sig2=", 1)[1]
+
+
+def _member_with(**changes: str) -> str:
+    """Key A's member with its parameters changed, signed anew over what it then says."""
+    signed, expires = signing.rfc3339(SIGNED_AT), signing.rfc3339(EXPIRES_AT)
+    params = {"keyid": KEY_A.key_id, "signed": signed, "expires": expires, "order": str(ORDER)}
+    params.update(changes)
+    text = signing.ordered_message(
+        params["keyid"], params["signed"], params["expires"], params["order"], "", BODY
+    )
+    sig2 = base64.b64encode(KEY_A.private.sign(text)).decode()
+    member = HEADER_A.split("; order=")[0].replace(f"signed={signed}", f"signed={params['signed']}")
+    return f"{member}; order={params['order']}; sig2={sig2}"
 
 
 @dataclass(frozen=True)
@@ -32,31 +56,81 @@ class Vector:
     header: str
     pinned: tuple[str, ...]  # "A", "B"
     now: int
-    last_accepted: int | None
+    last_accepted: int | None  # an order (v2), a signed time (v1)
     variant: str
     reason: str  # the verdict expected
+    rules: str = "v2"  # "v1": a launcher built before order (``verify_v1``)
 
     def verdict(self) -> signing.Verdict:
         keys = [{"A": KEY_A, "B": KEY_B}[name].public for name in self.pinned]
         headers = [(signing.HEADER, self.header)]
-        return signing.verify(self.body, headers, keys, self.now, self.last_accepted, self.variant)
+        check = signing.verify if self.rules == "v2" else signing.verify_v1
+        return check(self.body, headers, keys, self.now, self.last_accepted, self.variant)
 
 
 HOUR = 3600
+NOW = SIGNED_AT + HOUR
 VECTORS = (
-    Vector("good", BODY, HEADER_A, ("A",), SIGNED_AT + HOUR, None, "", "accepted"),
-    Vector("tampered byte", TAMPERED, HEADER_A, ("A",), SIGNED_AT + HOUR, None, "", "bad signature"),
-    Vector("unknown key", BODY, HEADER_A, ("B",), SIGNED_AT + HOUR, None, "", "unknown key"),
+    Vector("good", BODY, HEADER_A, ("A",), NOW, None, "", "accepted"),
+    Vector("tampered byte", TAMPERED, HEADER_A, ("A",), NOW, None, "", "bad signature"),
+    Vector("unknown key", BODY, HEADER_A, ("B",), NOW, None, "", "unknown key"),
     Vector("expired", BODY, HEADER_A, ("A",), EXPIRES_AT + signing.CLOCK_SKEW_SECS + 1, None, "", "expired"),
-    Vector("rollback", BODY, HEADER_A, ("A",), SIGNED_AT + HOUR, SIGNED_AT + 2 * PERIOD_S, "", "rollback"),
-    Vector("one period back", BODY, HEADER_A, ("A",), SIGNED_AT + HOUR, SIGNED_AT + PERIOD_S, "", "accepted"),
-    Vector("two keys, B pinned", BODY, HEADER_AB, ("B",), SIGNED_AT + HOUR, None, "", "accepted"),
-    Vector("another variant", BODY, HEADER_A, ("A",), SIGNED_AT + HOUR, None, "beta", "bad signature"),
-)
+    Vector("lower order", BODY, HEADER_A, ("A",), NOW, ORDER + 1, "", "rollback"),
+    Vector("same order", BODY, HEADER_A, ("A",), NOW, ORDER, "", "accepted"),
+    Vector("two keys, B pinned", BODY, HEADER_AB, ("B",), NOW, None, "", "accepted"),
+    Vector("another variant", BODY, HEADER_A, ("A",), NOW, None, "beta", "bad signature"),
+    Vector(
+        "order changed", BODY, HEADER_A.replace(f"order={ORDER}", f"order={ORDER + 1}"),
+        ("A",), NOW, None, "", "bad signature",
+    ),
+    Vector("no order (v1 alone)", BODY, HEADER_V1, ("A",), NOW, None, "", "no order"),
+    Vector("v1 rules, new header", BODY, HEADER_A, ("A",), NOW, None, "", "accepted", "v1"),
+    Vector(
+        "v1 rules, two periods back", BODY, HEADER_A,
+        ("A",), NOW, SIGNED_AT + 2 * PERIOD_S, "", "rollback", "v1",
+    ),
+    Vector(
+        "two pinned keys: the first counts", BODY, HEADER_B_OLDER_FIRST,
+        ("A", "B"), NOW, ORDER, "", "rollback",
+    ),
+    Vector(
+        "a parameter twice", BODY, HEADER_A.replace("; sig=", f"; order={ORDER}; sig=", 1),
+        ("A",), NOW, None, "", "no signature",
+    ),
+    Vector(
+        "upper-case name", BODY, HEADER_A.replace("keyid=", "KEYID="),
+        ("A",), NOW, None, "", "no signature",
+    ),
+    Vector(
+        "quoted value", BODY, HEADER_A.replace(f"sig2={_SIG2}", f'sig2="{_SIG2}"'),
+        ("A",), NOW, None, "", "bad signature",
+    ),
+    Vector(
+        "unpadded base64", BODY, HEADER_A.replace(f"sig2={_SIG2}", f"sig2={_SIG2.rstrip('=')}"),
+        ("A",), NOW, None, "", "bad signature",
+    ),
+    Vector(
+        "URL-safe base64", BODY,
+        HEADER_A.replace(f"sig2={_SIG2}", "sig2=" + _SIG2.translate(str.maketrans("+/", "-_"))),
+        ("A",), NOW, None, "", "bad signature",
+    ),
+    Vector(
+        "malformed time", BODY, _member_with(signed="2026-01-01 00:00:00Z"),
+        ("A",), NOW, None, "", "bad times",
+    ),
+)  # fmt: skip
 
 
 def _when(unix_s: int | None) -> str:
     return "none" if unix_s is None else signing.rfc3339(unix_s)
+
+
+def _last(vector: Vector) -> str:
+    if vector.last_accepted is None:
+        return "none"
+    if vector.rules == "v1":
+        return f"signed {signing.rfc3339(vector.last_accepted)}"
+    return f"order {vector.last_accepted}"
 
 
 def render_keys() -> str:
@@ -70,10 +144,12 @@ def render_keys() -> str:
     return "\n".join(lines)
 
 
-def render_message() -> str:
-    """What key A signs for the body (vector "good"), one line each."""
+def render_messages() -> tuple[str, str]:
+    """What key A signs for the body (vector "good"), one line each: for ``sig2``, for ``sig``."""
     signed, expires = signing.rfc3339(SIGNED_AT), signing.rfc3339(EXPIRES_AT)
-    return signing.message(KEY_A.key_id, signed, expires, "", BODY).decode("ascii").rstrip("\n")
+    v2 = signing.ordered_message(KEY_A.key_id, signed, expires, str(ORDER), "", BODY)
+    v1 = signing.message(KEY_A.key_id, signed, expires, "", BODY)
+    return v2.decode("ascii").rstrip("\n"), v1.decode("ascii").rstrip("\n")
 
 
 def render_vector(vector: Vector) -> str:
@@ -85,7 +161,8 @@ def render_vector(vector: Vector) -> str:
             f"header:        {signing.HEADER}: {vector.header}",
             f"pinned:        {', '.join(vector.pinned)}",
             f"now:           {_when(vector.now)}",
-            f"last accepted: {_when(vector.last_accepted)}",
+            f"rules:         {vector.rules}",
+            f"last accepted: {_last(vector)}",
             f"variant:       {vector.variant or '(default)'}",
             f"verdict:       {vector.verdict().reason}",
         )
@@ -95,7 +172,7 @@ def render_vector(vector: Vector) -> str:
 def render() -> str:
     """The vectors as docs/signed-feed.md shows them (each a ```text block)."""
     blocks = [render_keys(), "body:\n" + BODY.decode(), "tampered body:\n" + TAMPERED.decode()]
-    blocks.append(render_message())
+    blocks.extend(render_messages())
     blocks += [render_vector(vector) for vector in VECTORS]
     return "\n\n".join(f"```text\n{block}\n```" for block in blocks)
 

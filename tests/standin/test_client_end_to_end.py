@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from craft_apps.github.client import GitHubClient
-from craft_apps.source import Failed, Fetched, NotModified, RateLimited
+from craft_apps.kernel.source import Failed, Fetched, NotModified, RateLimited
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import (
     DripFault,

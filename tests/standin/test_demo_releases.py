@@ -7,9 +7,9 @@ import json
 import re
 from datetime import datetime
 
-from craft_apps.compat import UTC
 from craft_apps.conf import DEFAULT_APPS
-from craft_apps.domain import AppSpec
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec
 from craft_apps.testing.demo_releases import demo_release, demo_releases
 
 PHOTOCRAFT = DEFAULT_APPS[0]

@@ -25,8 +25,10 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.compat import UTC
-from craft_apps.domain import (
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import (
     AppSpec,
     AppState,
     AssetPlatform,
@@ -36,8 +38,6 @@ from craft_apps.domain import (
     Release,
     ReleaseAsset,
 )
-from craft_apps.host.lease import Lease
-from craft_apps.host.store import StateStore
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub

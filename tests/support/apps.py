@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from craft_apps.domain import AppSpec
+from craft_apps.kernel.domain import AppSpec
 
 RELEASE_INFO_URL = "/v1/craft_apps/release_info"
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from craft_apps import signing
 from craft_apps.checks import finding
 from craft_apps.conf import app_settings, describe, resolve
+from craft_apps.kernel import signing
 
 
 class Command(BaseCommand):

@@ -3,9 +3,10 @@
 Export writes every rename, announcement and alert, each app's channel setting and the
 release controls (with the admin's log of them) as JSON. Import makes the database hold
 exactly the file's items, each validated as the admin validates it, all or nothing; the
-problems are listed one per line and nothing is written. A release control's tag must be one
-this host's state file knows of its app (``api.controls.known_tags``), as in the admin; when
-the file can't be read the tags aren't checked, and the command says so. ``--dry-run`` says
+problems are listed one per line and nothing is written. A release control whose tag this
+host's state file knows no release of (``api.controls.known_tags``: a release not published
+yet, or a typo) is imported with a warning line naming the tags it knows, as the admin warns;
+when the file can't be read the tags aren't checked, and the command says so. ``--dry-run`` says
 what an import would do without doing it.
 """
 
@@ -20,8 +21,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from craft_apps.api.controls import known_tags
 from craft_apps.conf import app_settings
+from craft_apps.content.transfer import ImportRefused, export_notices, import_notices, parse_document
 from craft_apps.host.store import StateStore, StateUnavailable
-from craft_apps.notices.transfer import ImportRefused, export_notices, import_notices, parse_document
 
 
 class Command(BaseCommand):
@@ -71,10 +72,12 @@ class Command(BaseCommand):
             ) from None
         prefix = "Dry run, nothing written: " if dry_run else "Imported: "
         self.stdout.write(prefix + report.summary())
+        for warning in report.warnings:
+            self.stdout.write(f"Warning: {warning}")
 
     def _known_tags(self) -> dict[str, frozenset[str]] | None:
-        """The tags this host's state file knows of each app it fetched; None, said on
-        standard error, when the file can't be read."""
+        """The tags this host's state file knows of each app; None, said on standard error,
+        when the file can't be read."""
         store = StateStore(app_settings.STATE_DIR)
         try:
             return known_tags(store.read())

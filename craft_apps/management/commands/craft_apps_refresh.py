@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from craft_apps.api.refresh import refresh_stores, request_refresh
-from craft_apps.clock import SystemClock
 from craft_apps.conf import app_settings
+from craft_apps.kernel.clock import SystemClock
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """``python manage.py craft_apps_status [--json] [--check [--rule NAME ...]]``: this host, as the
 poller left it, and the fleet, as Redis holds it; with the report, the release controls the
-site's database holds and what each channel serves with them (``ops.status.read_served``).
+site's database holds and what each channel serves with them (``ops.status_read.read_served``).
 
 Without ``--check`` it exits 0 whatever it finds (it reports). ``--check`` applies the health
 endpoint's rules (``craft_apps.host.health``): exit 0 when healthy, else 1 with one line per
@@ -15,7 +15,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from craft_apps.clock import Clock, SystemClock
 from craft_apps.conf import app_settings
 from craft_apps.host.health import (
     RULES,
@@ -27,17 +26,20 @@ from craft_apps.host.health import (
 )
 from craft_apps.host.observe import HostView, observe
 from craft_apps.host.store import StateStore
-from craft_apps.ops.status import (
-    read_beta_channels,
+from craft_apps.kernel.clock import Clock, SystemClock
+from craft_apps.ops.status_document import status_document
+from craft_apps.ops.status_read import (
+    read_cdn_purge,
+    read_channel_settings,
     read_fleet,
     read_host_marks,
     read_kept_controls,
     read_notices,
     read_release_controls,
     read_served,
-    render_text,
-    status_document,
+    read_waiting,
 )
+from craft_apps.ops.status_text import render_text
 
 EXIT_UNHEALTHY = 1
 
@@ -70,10 +72,11 @@ class Command(BaseCommand):
             if options["check"]:
                 self._check(view, policy, now_ms, options)
                 return
-            beta, controls = read_beta_channels(), read_release_controls()
-            served = None
-            if view.exists and view.problem is None and beta is not None and controls.problem is None:
-                served = read_served(store, beta, controls.controls, now_ms)
+            channel_apps, controls = read_channel_settings(), read_release_controls()
+            served = waiting = None
+            if view.exists and view.problem is None and channel_apps is not None and controls.problem is None:
+                served = read_served(store, channel_apps, controls.controls, now_ms)
+                waiting = read_waiting(store, channel_apps, controls.controls, now_ms)
         finally:
             store.close()
         fleet = read_fleet([app.key for app in app_settings.APPS])
@@ -86,10 +89,12 @@ class Command(BaseCommand):
             now_ms,
             read_notices(now_ms),
             host_marks=marks,
-            beta=beta,
+            channel_apps=channel_apps,
             controls=controls,
             served=served,
             kept=read_kept_controls(app_settings.STATE_DIR, controls),
+            waiting=waiting,
+            cdn_purge=read_cdn_purge(),
         )
         if options["json"]:
             self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))

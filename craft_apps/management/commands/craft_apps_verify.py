@@ -2,9 +2,11 @@
 launcher decides about an answer.
 
 Fetches ``URL`` (``Accept-Encoding: br, gzip``), decodes the body as the transport coded it,
-and applies ``craft_apps.signing.verify`` with the pinned public keys: prints the verdict and
-exits 0 when the answer is accepted, 1 with the reason when it is refused (no signature, an
-unknown key, a bad signature, expired, a rollback against ``--last-accepted``).
+and applies ``craft_apps.kernel.signing.verify`` with the pinned public keys: prints the verdict (with
+the order to pass as ``--last-order`` next time) and exits 0 when the answer is accepted, 1 with
+the reason when it is refused (no signature, an unknown key, no order, a bad signature, bad
+times, expired, a rollback against ``--last-order``). ``--v1`` applies the rules of a launcher
+built before ``order`` instead (``verify_v1``, with ``--last-accepted`` its newest ``signed``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import brotli
 import requests
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from craft_apps import signing
+from craft_apps.kernel import signing
 
 
 def decode(body: bytes, coding: str) -> bytes:
@@ -43,7 +45,11 @@ class Command(BaseCommand):
             required=True,
             help="a pinned public key (base64 or PEM); repeatable",
         )
-        parser.add_argument("--last-accepted", help="the signed time of the last answer accepted (RFC 3339)")
+        parser.add_argument("--last-order", type=int, help="the highest order accepted before (an integer)")
+        parser.add_argument("--v1", action="store_true", help="the rules of a launcher built before order")
+        parser.add_argument(
+            "--last-accepted", help="with --v1: the signed time of the last answer accepted (RFC 3339)"
+        )
         parser.add_argument("--variant", default="", help="the variant asked for (empty: the default answer)")
         parser.add_argument("--timeout", type=float, default=10.0)
 
@@ -71,9 +77,11 @@ class Command(BaseCommand):
             body = decode(raw, coding)
         except (ValueError, OSError, brotli.error) as err:
             raise CommandError(f"the body can't be decoded ({coding}): {err}") from None
-        verdict = signing.verify(
-            body, response.headers, keys, int(time.time()), last_accepted, variant=options["variant"]
-        )
+        now, variant = int(time.time()), options["variant"]
+        if options["v1"]:
+            verdict = signing.verify_v1(body, response.headers, keys, now, last_accepted, variant)
+        else:
+            verdict = signing.verify(body, response.headers, keys, now, options["last_order"], variant)
         if not verdict.accepted:
             raise CommandError(str(verdict))
         self.stdout.write(f"{verdict} ({len(body)} bytes of JSON, sent as {coding or 'identity'})")

@@ -15,10 +15,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from craft_apps import __version__
+from craft_apps.cdn.wiring import purger_from_settings
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings, describe
+from craft_apps.content.channels import HistoryApps
 from craft_apps.github.client import GitHubClient
-from craft_apps.notices.channels import HistoryApps
 from craft_apps.polling.process import EXIT_OK, PollerRunner, RunnerOptions
 from craft_apps.polling.stopping import StopOnSignals
 from craft_apps.polling.tally import EXIT_STALE
@@ -64,14 +65,27 @@ class Command(BaseCommand):
             needs_history=HistoryApps(),
             options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"]),
         )
-        with StopOnSignals(runner):
-            status = runner.run()
+        # The CDN purge (docs/cdn.md): a thread of its own, acting while this process holds the lease.
+        purger = None if options["once"] else purger_from_settings(lambda: _holds_lease(runner))
+        if purger is not None:
+            purger.start()
+        try:
+            with StopOnSignals(runner):
+                status = runner.run()
+        finally:
+            if purger is not None:
+                purger.stop()
         if status == EXIT_STALE:
             raise CommandError(
                 "some apps are out of date after failed requests; see above.", returncode=status
             )
         if status != EXIT_OK:
             raise CommandError(f"the poller stopped with status {status}; see the log above.")
+
+
+def _holds_lease(runner: PollerRunner) -> bool:
+    lease = runner.lease
+    return lease is not None and lease.is_held()
 
 
 def _configure_logging(verbosity: int) -> None:

@@ -1,0 +1,223 @@
+"""The Django admin of the release policies (``ReleasePolicy``), beside the release controls and
+with the same rules: the model's own permissions (``craft_apps.view_releasepolicy``, ``add_``,
+``change_``, ``delete_``), a required reason, who changed it last, and the admin's log of every
+change with its reason.
+
+The list shows, per policy, each release it keeps back on this host now, with its next step
+and when (``serving.waiting_releases`` on the state file as the endpoint's look left it, the
+rule the endpoint serves by). Its actions are the operator's hand on a waiting release:
+**approve** (served at once),
+**approve as a staged rollout** (a hand-made rollout following the policy's schedule from now)
+and **take over the staged rollout** (a hand-made rollout at exactly the percentages the policy
+gives it, which the operator then pauses, advances, finishes or turns into a yank in the
+release controls). A hand-made control of a tag wins over the policy, so taking over changes
+nothing launchers see until the operator edits it. The package's ``__init__`` imports it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.models import LogEntry
+from django.core.exceptions import ValidationError
+from django.db import router, transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from craft_apps.api.answer import build_release_info
+from craft_apps.api.runtime import runtime
+from craft_apps.conf import app_settings
+from craft_apps.content.channels import read_channel_apps, read_controls
+from craft_apps.content.control_form import app_choices
+from craft_apps.content.models import REASON_MAX, ReleaseControl
+from craft_apps.content.policy_models import ReleasePolicy
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.controls import APPROVAL, ROLLOUT, STAGED, format_schedule
+from craft_apps.kernel.instants import datetime_to_ms, format_ms
+from craft_apps.kernel.policies import parse_offsets, policy_of, rollout_of
+from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def waiting_now() -> list[WaitingRelease] | None:
+    """Every release a policy keeps back now on this host, by the database's controls and
+    policies (what the web processes apply within a second) and the state file as the
+    endpoint's own look left it (no read of the file here); None before that look read it."""
+    snapshot = runtime().answers.snapshot()
+    if snapshot.version == 0:
+        return None
+    apps, web_url = app_settings.APPS, app_settings.GITHUB_WEB_URL
+    listed = build_release_info(apps, snapshot.apps, web_url)
+    releases = HostReleases(apps, listed, web_url, snapshot.history, snapshot.history_fetches)
+    return waiting_releases(releases, read_channel_apps(), read_controls(), runtime().clock.now_ms())
+
+
+def _waiting_of(policy: ReleasePolicy) -> list[WaitingRelease] | None:
+    found = waiting_now()
+    if found is None:
+        return None
+    return [w for w in found if (w.app_key, w.channel.value) == (policy.app_key, policy.channel)]
+
+
+def _wait_line(item: WaitingRelease) -> str:
+    wait = item.wait
+    if wait.kind == APPROVAL:
+        return f"{wait.release.tag}: waits for an approval"
+    text = f"{wait.release.tag}: staged at {wait.percentage} %"
+    if wait.next_ms is not None:
+        text += f", {wait.next_percentage} % from {format_ms(wait.next_ms)}"
+    return text
+
+
+class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
+    """The model's fields, the app key chosen from the configured apps (as a control's,
+    ``control_form.app_choices``); the model's validation is the one rule."""
+
+    class Meta:
+        model = ReleasePolicy
+        fields = ("app_key", "channel", "policy", "schedule", "reason")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        current = self.instance.app_key if self.instance.pk is not None else None
+        self.fields["app_key"].widget = forms.Select(choices=app_choices(app_settings.APPS, current))
+
+
+@admin.register(ReleasePolicy)
+class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    form = ReleasePolicyForm
+    list_display = (
+        "app_key",
+        "channel",
+        "policy",
+        "schedule",
+        "waiting",
+        "changed_by",
+        "updated_at",
+        "reason",
+    )
+    list_filter = ("policy", "channel")
+    search_fields = ("app_key", "reason")
+    fields = ("app_key", "channel", "policy", "schedule", "reason", "effective_from", "approved")
+    readonly_fields = ("effective_from", "approved", "waiting", "changed_by", "updated_at")
+    actions = ("approve", "approve_staged", "take_over")
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*self.fields, "waiting", "changed_by", "updated_at")
+
+    @admin.display(description="waiting now on this host")
+    def waiting(self, policy: ReleasePolicy) -> str:
+        if policy.pk is None:
+            return "-"
+        found = _waiting_of(policy)
+        if found is None:
+            return "unknown: this host's state file can't be read"
+        if not found:
+            return "none"
+        return format_html("<pre>{}</pre>", "\n".join(_wait_line(w) for w in found))
+
+    def save_model(self, request: HttpRequest, obj: ReleasePolicy, form: Any, change: bool) -> None:
+        obj.changed_by = request.user.get_username()
+        super().save_model(request, obj, form, change)
+
+    def construct_change_message(
+        self, request: HttpRequest, form: Any, formsets: Any, add: bool = False
+    ) -> Any:
+        """Django's message of what changed, as text, with the reason (as a control's)."""
+        structured = super().construct_change_message(request, form, formsets, add)
+        text = LogEntry(change_message=json.dumps(structured)).get_change_message() if structured else ""
+        return f"{text} Reason: {form.instance.reason}".strip()
+
+    @admin.action(description="Approve the releases the selected policies keep back", permissions=["change"])
+    def approve(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        done: list[str] = []
+        with transaction.atomic(using=router.db_for_write(ReleasePolicy)):
+            for policy in queryset.select_for_update():
+                tags = [w.wait.release.tag for w in _waiting_of(policy) or ()]
+                for tag in tags:
+                    policy.approve(tag)
+                if tags:
+                    policy.changed_by = request.user.get_username()
+                    policy.save()
+                    self._log(request, policy, f"Approved {', '.join(tags)}")
+                    done += [f"{policy.app_key} {tag} on {policy.channel}" for tag in tags]
+        said = ", ".join(done) if done else "nothing: no release waits"
+        self.message_user(request, f"Approved {said}. Launchers see it within a second.")
+
+    @admin.action(
+        description="Approve as a staged rollout (the policy's schedule from now)", permissions=["change"]
+    )
+    def approve_staged(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._hand_made(request, queryset, staged_from_now=True)
+
+    @admin.action(
+        description="Take over the staged rollouts (to pause, advance, finish or yank)",
+        permissions=["change"],
+    )
+    def take_over(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        self._hand_made(request, queryset, staged_from_now=False)
+
+    def _hand_made(self, request: HttpRequest, queryset: QuerySet[Any], staged_from_now: bool) -> None:
+        """A hand-made rollout for the newest release each selected policy keeps back: from
+        now on the policy's schedule, or exactly the policy's own (taking it over)."""
+        if not request.user.has_perm("craft_apps.add_releasecontrol"):
+            self.message_user(request, "Only users who may add release controls can do this.", level="error")
+            return
+        made: list[str] = []
+        for policy in queryset:
+            found = _waiting_of(policy) or []
+            if not found:
+                continue
+            newest = max(found, key=lambda w: datetime_to_ms(w.wait.release.published_at or EPOCH))
+            control = _rollout(policy, newest, staged_from_now, runtime().clock.now_ms())
+            if control is None:
+                continue
+            control.changed_by = request.user.get_username()
+            try:
+                control.full_clean()
+            except ValidationError as err:
+                self.message_user(request, f"{control}: {' '.join(err.messages)}", level="error")
+                continue
+            control.save()
+            self.log_addition(
+                request, control, f"Added with the release policies' action. Reason: {control.reason}"
+            )
+            made.append(f"{policy.app_key} {control.tag} on {policy.channel}")
+        said = ", ".join(made) if made else "nothing"
+        self.message_user(request, f"Rollouts made for {said}; edit them in Release controls.")
+
+    def _log(self, request: HttpRequest, policy: ReleasePolicy, what: str) -> None:
+        self.log_change(request, policy, f"{what} with the list's action. Reason: {policy.reason}")
+
+
+def _rollout(
+    policy_row: ReleasePolicy, item: WaitingRelease, staged_from_now: bool, now_ms: int
+) -> ReleaseControl | None:
+    """The hand-made rollout of the waiting release: the policy's schedule from ``now_ms``, or
+    the staged policy's own percentages (None when the policy isn't staged)."""
+    tag, published = item.wait.release.tag, item.wait.release.published_at
+    if staged_from_now:
+        offsets = parse_offsets(policy_row.schedule)
+        steps = "\n".join(f"{format_ms(now_ms + o.after_ms)} {o.percentage}" for o in offsets)
+        why = "Approved as a staged rollout"
+    else:
+        policy = policy_of(policy_row.to_controls(), policy_row.channel)
+        if policy is None or policy.action != STAGED or published is None:
+            return None
+        steps = format_schedule(rollout_of(policy, tag, datetime_to_ms(published)).steps)
+        why = "Taken over from the staged policy"
+    return ReleaseControl(
+        app_key=policy_row.app_key,
+        action=ROLLOUT,
+        tag=tag,
+        channel=policy_row.channel,
+        percentage=0,
+        schedule=steps,
+        reason=f"{why} ({policy_row}). Reason: {policy_row.reason}"[:REASON_MAX],
+    )

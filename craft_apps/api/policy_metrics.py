@@ -1,0 +1,60 @@
+"""The metrics of the release policies: each release a policy keeps back, with its percentage
+now and its next step, as this web process applies them (the notices feed's last look and the
+host's state file, never the database). Part of ``api.metrics``' scrape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+
+from craft_apps.api.answer import build_release_info
+from craft_apps.api.runtime import runtime
+from craft_apps.conf import app_settings
+from craft_apps.host.observe import HostView
+from craft_apps.kernel.serving import HostReleases, waiting_releases
+
+LABELS = ["app", "channel", "tag", "policy"]
+
+
+def policy_metrics(view: HostView, now_ms: int) -> Iterable[Metric]:
+    """``craft_apps_release_waiting`` (1 per release waiting, for approval or the schedule),
+    ``craft_apps_release_waiting_percentage`` (a staged one's share now) and
+    ``craft_apps_release_waiting_next_step_timestamp_seconds`` with its
+    ``…_next_step_percentage``."""
+    feed = runtime().feed
+    apps, web_url, snapshot = app_settings.APPS, app_settings.GITHUB_WEB_URL, view.snapshot
+    listed = build_release_info(apps, snapshot.apps, web_url)
+    releases = HostReleases(apps, listed, web_url, snapshot.history, snapshot.history_fetches)
+    found = waiting_releases(releases, feed.channel_apps(), feed.controls(), now_ms)
+    waiting = GaugeMetricFamily(
+        "craft_apps_release_waiting",
+        "Releases a release policy keeps back from latest_release, by the policy (staged: "
+        "their schedule; approval: an approval).",
+        labels=LABELS,
+    )
+    share = GaugeMetricFamily(
+        "craft_apps_release_waiting_percentage",
+        "The share of launchers a staged release is offered now (its rollout field).",
+        labels=LABELS,
+    )
+    next_at = GaugeMetricFamily(
+        "craft_apps_release_waiting_next_step_timestamp_seconds",
+        "When a staged release's percentage moves next on its own.",
+        labels=LABELS,
+    )
+    next_share = GaugeMetricFamily(
+        "craft_apps_release_waiting_next_step_percentage",
+        "The percentage a staged release moves to at its next step.",
+        labels=LABELS,
+    )
+    for item in found:
+        wait = item.wait
+        labels = [item.app_key, item.channel.value, wait.release.tag, wait.kind]
+        waiting.add_metric(labels, 1)
+        if wait.percentage is not None:
+            share.add_metric(labels, wait.percentage)
+        if wait.next_ms is not None and wait.next_percentage is not None:
+            next_at.add_metric(labels, wait.next_ms / 1000)
+            next_share.add_metric(labels, wait.next_percentage)
+    return (waiting, share, next_at, next_share)

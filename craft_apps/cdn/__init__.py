@@ -1,0 +1,12 @@
+"""Purge on change: the poller holding the lease asks the CDN to drop an answer that changed.
+
+- ``plan``: which URLs changed and the requests that drop them (pure).
+- ``sender``: one purge request over HTTP, with its timeout; the token is added here only.
+- ``guard``: a Redis key per change, so one poller of the fleet purges it, not every host.
+- ``purger``: the thread that looks at the answers, purges what changed with retries and
+  backoff, and records the outcome in the host's state file.
+- ``wiring``: that thread made from the settings, reading the answers through a runtime.
+
+It reads the answers as a web process makes them (``api.runtime``), so it sits above the HTTP
+side and the poller, and is started by ``poll_craft_releases``. See docs/cdn.md.
+"""

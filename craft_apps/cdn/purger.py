@@ -1,0 +1,168 @@
+"""The purge thread of the poller process: look at the answers, purge what changed.
+
+Every ``LOOK_S`` it reads the ETag of each channel's answer as a web process of this host makes
+it (the same runtime and serving rule, ``answers``), and compares them with the last look's.
+Every poller process looks, so a standby that takes over knows what was served; only the one
+holding the host's lease purges, and with Redis only the first host of the fleet to see a
+change (``guard``). Its first look only learns what is served: a change made while no poller
+ran ages out as it would without purge.
+
+It purges ``SETTLE_S`` after it saw the change, when every web process of the host serves it.
+A purge request that fails is tried again after a backoff (doubling, with jitter) until it is
+taken, refused for good (a 4xx: ``plan.Refused``), ``Retry.attempts`` tries are spent, or
+``Retry.deadline_s`` passed since the change: by then the CDN's copy (a minute's ``max-age``)
+is due anyway. Giving up is one log line, a counter
+and the time and reason in the host's state file (metrics and ``craft_apps_status``). The
+thread never blocks the poller's round nor a request: they don't wait for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from craft_apps.cdn.guard import OnceGuard
+from craft_apps.cdn.plan import PurgeRequest, Refused, changed_paths, requests_for
+from craft_apps.conf import PurgeTarget
+from craft_apps.host.counters import CountersUpdate
+from craft_apps.kernel.clock import Clock
+from craft_apps.kernel.text import one_line
+
+logger = logging.getLogger(__name__)
+
+LOOK_S = 1.0  # a change is seen within a second of a web process serving it
+# Between seeing a change and purging it: every web process of the host applies an edit within
+# 2 s (their feeds look every second), so the CDN's next fetch gets the new answer, not the old.
+SETTLE_S = 2.0
+STOP_WAIT_S = 1.5  # as the poller's own stop waits for its request in flight
+
+
+@dataclass(frozen=True)
+class Retry:
+    attempts: int = 4
+    first_delay_s: float = 0.5
+    max_delay_s: float = 8.0
+    deadline_s: float = 50.0  # from the change; less than the answer's max-age of 60 s
+    settle_s: float = SETTLE_S
+
+
+class Purger:
+    """Purges the answers that change, while ``is_leader`` says this process holds the lease."""
+
+    def __init__(
+        self,
+        target: PurgeTarget,
+        *,
+        answers: Callable[[], Mapping[str, str]],
+        is_leader: Callable[[], bool],
+        send: Callable[[PurgeRequest], str | None],
+        record: Callable[[CountersUpdate], None],
+        clock: Clock,
+        guard: OnceGuard | None = None,
+        retry: Retry = Retry(),
+        on_close: Callable[[], None] = lambda: None,
+        stop: threading.Event | None = None,  # the event ``clock.sleep`` wakes on, if any
+    ) -> None:
+        self.target = target
+        self._answers = answers  # path -> ETag of each cacheable answer
+        self._is_leader = is_leader
+        self._send = send
+        self._record = record
+        self._clock = clock
+        self._guard = guard
+        self._retry = retry
+        self._on_close = on_close
+        self._before: Mapping[str, str] | None = None
+        self._look_failed = False
+        self._thread: threading.Thread | None = None
+        self.stop_event = stop or threading.Event()
+
+    def look(self) -> tuple[str, ...]:
+        """One look; purges what changed since the last one. Returns the paths it purged."""
+        try:
+            now = dict(self._answers())
+        except Exception as err:  # the look reads the state file and the database: never fatal
+            if not self._look_failed:
+                logger.warning("Craft apps CDN purge: can't read the answers: %s", one_line(err, 200))
+            self._look_failed = True
+            return ()
+        self._look_failed = False
+        before, self._before = self._before, now
+        if before is None or set(before) != set(now):
+            logger.info("Craft apps CDN purge: watching %s.", ", ".join(now) or "no cacheable answer yet")
+        changed = changed_paths(before or {}, now)
+        if not changed or not self._is_leader():
+            return ()
+        mine = tuple(path for path in changed if self._guard is None or self._guard.first(path, now[path]))
+        if len(mine) < len(changed):
+            others = ", ".join(path for path in changed if path not in mine)
+            logger.debug("Craft apps CDN purge: another poller of the fleet purges %s.", others)
+        seen_ms = self._clock.now_ms()
+        if mine and self._clock.sleep(self._retry.settle_s):
+            self.purge(mine, seen_ms)
+        return mine
+
+    def purge(self, paths: tuple[str, ...], seen_ms: int | None = None) -> bool:
+        """Sends the requests that drop ``paths``, changed at ``seen_ms`` (now if None); False
+        when one was given up."""
+        started_ms = self._clock.now_ms() if seen_ms is None else seen_ms
+        done = [self._send_with_retries(request, started_ms) for request in requests_for(self.target, paths)]
+        if all(done):
+            logger.info("Craft apps CDN purge: dropped %s.", ", ".join(paths))
+        return all(done)
+
+    def _send_with_retries(self, request: PurgeRequest, started_ms: int) -> bool:
+        retry, clock = self._retry, self._clock
+        delay_s = retry.first_delay_s
+        for attempt in range(1, retry.attempts + 1):
+            reason = self._send(request)
+            if reason is None:
+                self._note(CountersUpdate(purges={"purged": 1}, purge_ok_ms=clock.now_ms()))
+                return True
+            wait_s = delay_s * (0.5 + clock.random())  # jitter: half to one and a half times
+            past_deadline = clock.now_ms() - started_ms + wait_s * 1000 > retry.deadline_s * 1000
+            if attempt == retry.attempts or past_deadline or isinstance(reason, Refused):
+                self._give_up(reason, attempt)
+                return False
+            self._note(CountersUpdate(purges={"retried": 1}))
+            if not clock.sleep(wait_s):
+                return False  # stopping: the answer ages out
+            delay_s = min(delay_s * 2, retry.max_delay_s)
+        return False
+
+    def _give_up(self, reason: str, attempts: int) -> None:
+        line = f"{reason}, {attempts} {'try' if attempts == 1 else 'tries'}"
+        logger.warning(
+            "Craft apps CDN purge: gave up on %s; the CDN serves its copy until it is due (max-age).", line
+        )
+        self._note(
+            CountersUpdate(purges={"failed": 1}, purge_failed_ms=self._clock.now_ms(), purge_failure=line)
+        )
+
+    def _note(self, update: CountersUpdate) -> None:
+        try:
+            self._record(update)
+        except Exception as err:  # the state file's trouble is the poller's to report
+            logger.debug("Craft apps CDN purge: can't record %s: %s", update, one_line(err, 200))
+
+    def start(self, look_s: float = LOOK_S) -> None:
+        """Looks every ``look_s`` in a thread of its own until ``stop``."""
+
+        def run() -> None:
+            while not self.stop_event.is_set():
+                self.look()
+                if not self._clock.sleep(look_s):
+                    return
+
+        self._thread = threading.Thread(target=run, name="craft-apps-cdn-purge", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ends the thread and closes its parts. A wait ends at once; a request in flight is
+        waited for at most ``STOP_WAIT_S`` (the thread is a daemon: it never holds the exit)."""
+        self.stop_event.set()
+        if self._thread is not None:
+            self._thread.join(timeout=STOP_WAIT_S)
+        self._on_close()

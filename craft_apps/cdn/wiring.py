@@ -1,0 +1,77 @@
+"""The purge thread made from the settings: what it reads, sends with and records to.
+
+It reads the answers through a runtime of its own (``api.runtime.Runtime``: the state file,
+the site's database through the notices feed, the same serving rule as the web processes), so
+the ETags it compares are the ones launchers get. None when no purge is configured.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from craft_apps.api.caching import CACHEABLE
+from craft_apps.api.channels import CHANNELS
+from craft_apps.api.runtime import Runtime
+from craft_apps.cdn.guard import OnceGuard
+from craft_apps.cdn.plan import answer_path
+from craft_apps.cdn.purger import Purger
+from craft_apps.cdn.sender import Sender
+from craft_apps.conf import app_settings
+from craft_apps.fleet.connection import poller_redis_client
+from craft_apps.host.counters import CountersUpdate, record
+from craft_apps.host.store import StateStore
+from craft_apps.kernel.clock import SystemClock
+
+
+def answer_etags(runtime: Runtime) -> dict[str, str]:
+    """Each channel's path and the ETag of its answer (before any signature), if cacheable."""
+    found: dict[str, str] = {}
+    for channel in CHANNELS:
+        answer = runtime.answers.answer(channel)
+        if answer.cache_control == CACHEABLE:
+            found[answer_path(channel)] = answer.etag
+    return found
+
+
+def purger_from_settings(is_leader: Callable[[], bool]) -> Purger | None:
+    """The purge thread of this poller process (not started); None when purge is off."""
+    target = app_settings.CDN_PURGE
+    if target is None:
+        return None
+    stop = threading.Event()
+    clock = SystemClock(stop)
+    runtime = Runtime(clock=clock)
+    store = StateStore(app_settings.STATE_DIR)
+    sender = Sender(target)
+
+    def note(update: CountersUpdate) -> None:
+        store.open_for_writing()
+        record(store, update)
+
+    def close() -> None:
+        sender.close()
+        runtime.close()
+        store.close()
+
+    purger = Purger(
+        target,
+        answers=lambda: answer_etags(runtime),
+        is_leader=is_leader,
+        send=sender,
+        record=note,
+        clock=clock,
+        guard=_guard(),
+        on_close=close,
+        stop=stop,  # stopping ends the clock's sleep at once
+    )
+    return purger
+
+
+def _guard() -> OnceGuard | None:
+    if not app_settings.COORDINATION_ENABLED:
+        return None
+    client = poller_redis_client(app_settings.REDIS_ALIAS)
+    if client is None:
+        return None
+    return OnceGuard(client, app_settings.REDIS_KEY_PREFIX)

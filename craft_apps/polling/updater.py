@@ -1,0 +1,156 @@
+"""Each release's files for the app's own Tauri updater: read once per release, kept with it.
+
+A release's updater files (``Release.updater``) come from its small files (``latest.json`` or
+the ``.sig`` files), which the source reads (``craft_apps.kernel.source.UpdaterSource``). They are
+read once per release: a release is the same one while its tag and its assets are (a file
+replaced on GitHub changes its size, digest or link, and it is read again). What was read is
+kept in memory by release, and a release that comes back without it (a new answer from GitHub,
+an entry of a host that doesn't keep updater files) gets it back here, so only a new release
+costs downloads. The result travels with the release to the host's state file and the fleet's
+Redis, so a restarted host or another host doesn't read it again; a release whose files were
+all refused is read again once after a restart (its empty result is not stored).
+
+A failed read leaves the release served without updater files and is tried again when the app
+is next asked about, no sooner than a backoff that doubles from the poll interval up to the
+maximum backoff. The first failure of a release is logged as a warning, what a read refused
+is one warning for the release, and every outcome is counted (``UpdaterTally``: the metrics
+and ``craft_apps_status`` show it).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+
+from craft_apps.kernel.domain import Release, ReleaseAsset, UpdaterFile
+from craft_apps.kernel.source import UpdaterFailed, UpdaterSource
+from craft_apps.kernel.text import one_line
+
+logger = logging.getLogger(__name__)
+
+RELEASES_PER_ROUND = 4  # history releases read per app and round, at most: a first list is 20
+MAX_REMEMBERED = 1000  # releases whose updater files are kept in memory; the oldest go first
+MAX_REFUSED_CHARS = 500  # of the one line that says what a release's files had refused
+
+_Identity = tuple[str, tuple[ReleaseAsset, ...]]
+
+
+def _identity(release: Release) -> _Identity:
+    return release.tag, release.assets
+
+
+@dataclass
+class UpdaterTally:
+    """What reading updater files did since the counters last took it."""
+
+    fetched: int = 0  # releases read, nothing refused
+    refused: int = 0  # releases read with a file or platform refused
+    failed: int = 0  # reads that failed (a download), tried again later
+    downloads: int = 0  # requests made to download small files
+    last_failure: str | None = None  # "<app> <tag>: <reason>", one line
+    last_failure_ms: int | None = None
+
+    def is_empty(self) -> bool:
+        return self == UpdaterTally()
+
+
+@dataclass
+class _Tries:
+    failures: int
+    not_before_ms: int
+
+
+@dataclass
+class UpdaterKeeper:
+    """Reads and keeps releases' updater files for one poller (see the module)."""
+
+    source: UpdaterSource | None
+    interval_ms: int
+    max_backoff_ms: int
+    tally: UpdaterTally = field(default_factory=UpdaterTally)
+    _known: dict[_Identity, tuple[UpdaterFile, ...]] = field(default_factory=dict)
+    _tries: dict[_Identity, _Tries] = field(default_factory=dict)
+
+    def carried(self, release: Release) -> Release:
+        """``release`` with the updater files read for it, when it comes without them; one
+        that comes with them teaches them (from the state file or the fleet)."""
+        identity = _identity(release)
+        if release.updater:
+            self._keep(identity, release.updater)
+            return release
+        known = self._known.get(identity)
+        return release if not known else replace(release, updater=known)
+
+    def needs(self, release: Release) -> bool:
+        """Whether ``release`` has updater files not read yet."""
+        return (
+            self.source is not None
+            and not release.updater
+            and _identity(release) not in self._known
+            and self.source.updater_downloads(release) > 0
+        )
+
+    def due(self, release: Release, now_ms: int) -> bool:
+        """Whether ``release``'s updater files are to be read now: not read yet, and no failed
+        read's backoff running."""
+        tries = self._tries.get(_identity(release))
+        return self.needs(release) and (tries is None or tries.not_before_ms <= now_ms)
+
+    def fill(self, app: str, release: Release, now_ms: int) -> Release | None:
+        """``release`` with its updater files when they were read now; None when nothing was
+        (none needed, a failure's backoff not over, or the read failed)."""
+        identity = _identity(release)
+        tries = self._tries.get(identity)
+        if self.source is None or not self.due(release, now_ms):
+            return None
+        outcome = self.source.fetch_updater(release)
+        self.tally.downloads += outcome.downloads
+        if isinstance(outcome, UpdaterFailed):
+            self._failed(app, release, identity, outcome.reason, now_ms)
+            return None
+        self._tries.pop(identity, None)
+        self._keep(identity, outcome.files)
+        if outcome.refused:
+            logger.warning(
+                "Craft app releases: %s %s: %d of its updater files or platforms refused: %s",
+                app,
+                release.tag,
+                len(outcome.refused),
+                one_line("; ".join(outcome.refused), MAX_REFUSED_CHARS),
+            )
+            self.tally.refused += 1
+        else:
+            self.tally.fetched += 1
+        if tries is not None:
+            logger.info("Craft app releases: the updater files of %s %s are read.", app, release.tag)
+        return replace(release, updater=outcome.files)
+
+    def take_tally(self) -> UpdaterTally:
+        taken, self.tally = self.tally, UpdaterTally()
+        return taken
+
+    def _failed(self, app: str, release: Release, identity: _Identity, reason: str, now_ms: int) -> None:
+        tries = self._tries.get(identity)
+        failures = 1 if tries is None else tries.failures + 1
+        wait_ms = min(self.interval_ms * 2 ** min(failures - 1, 32), self.max_backoff_ms)
+        self._tries[identity] = _Tries(failures, now_ms + wait_ms)
+        self.tally.failed += 1
+        self.tally.last_failure = one_line(f"{app} {release.tag}: {reason}", 300)
+        self.tally.last_failure_ms = now_ms
+        level = logging.WARNING if failures == 1 else logging.DEBUG
+        logger.log(
+            level,
+            "Craft app releases: couldn't read the updater files of %s %s (served without them, "
+            "tried again later): %s",
+            app,
+            release.tag,
+            reason,
+        )
+        while len(self._tries) > MAX_REMEMBERED:
+            del self._tries[next(iter(self._tries))]
+
+    def _keep(self, identity: _Identity, files: tuple[UpdaterFile, ...]) -> None:
+        self._known.pop(identity, None)
+        self._known[identity] = files  # the newest last
+        while len(self._known) > MAX_REMEMBERED:
+            del self._known[next(iter(self._known))]

@@ -1,0 +1,201 @@
+"""A GitHub release as tauri-action publishes one, for the tests and the stand-in.
+
+``tauri_action_release`` builds what ``GET /repos/{repo}/releases/latest`` answers for a Tauri
+app released with ``tauri-apps/tauri-action`` (Tauri 2, ``createUpdaterArtifacts: true``,
+``includeUpdaterJson``), as ArtCraft's workflows configure it: tag ``<prefix>v<version>``,
+a Windows MSI and NSIS setup, a universal DMG and its ``.app.tar.gz`` updater bundle, an
+AppImage, a deb and an rpm, the ``.sig`` of each file the updater uses, and ``latest.json``.
+The names are the bundler's and tauri-action's (``craft_apps.github.tauri_names`` lists their
+sources), with GitHub's renaming of spaces to dots. ``files`` holds the bytes of the small
+files (each ``.sig`` and ``latest.json``) for the stand-in to serve; their ``size`` and
+``digest`` are those bytes'. A signature is a stand-in (not minisign) unless ``signatures``
+gives it. Identical arguments give an identical release.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from craft_apps.conf import DEFAULT_GITHUB_API_URL, DEFAULT_GITHUB_WEB_URL
+from craft_apps.kernel.compat import UTC
+
+_MIB = 1024 * 1024
+# (file name pattern, bytes); {p} the product as GitHub names the file, {v} the version, {w}
+# WiX's version (tauri-action's ``wixAppVersion``: "-" and "+" become "."), {p} the Linux name.
+INSTALLERS: tuple[tuple[str, int], ...] = (
+    ("{p}_{w}_x64_en-US.msi", 141 * _MIB),
+    ("{p}_{v}_x64-setup.exe", 96 * _MIB),
+    ("{p}_{v}_universal.dmg", 233 * _MIB),
+    ("{p}_universal.app.tar.gz", 228 * _MIB),
+    ("{p}_{v}_amd64.AppImage", 172 * _MIB),
+    ("{p}_{v}_amd64.deb", 118 * _MIB),
+    ("{p}-{v}-1.x86_64.rpm", 119 * _MIB),
+)
+SIGNED = (
+    "{p}_{w}_x64_en-US.msi",
+    "{p}_{v}_x64-setup.exe",
+    "{p}_universal.app.tar.gz",
+    "{p}_{v}_amd64.AppImage",
+)
+# latest.json's platform keys (the updater's ``<os>-<arch>[-<bundle>]``) and the file each names.
+UPDATER_KEYS: tuple[tuple[str, str], ...] = (
+    ("windows-x86_64", "{p}_{w}_x64_en-US.msi"),
+    ("windows-x86_64-msi", "{p}_{w}_x64_en-US.msi"),
+    ("windows-x86_64-nsis", "{p}_{v}_x64-setup.exe"),
+    ("darwin-aarch64", "{p}_universal.app.tar.gz"),
+    ("darwin-aarch64-app", "{p}_universal.app.tar.gz"),
+    ("darwin-x86_64", "{p}_universal.app.tar.gz"),
+    ("darwin-x86_64-app", "{p}_universal.app.tar.gz"),
+    ("linux-x86_64", "{p}_{v}_amd64.AppImage"),
+    ("linux-x86_64-appimage", "{p}_{v}_amd64.AppImage"),
+)
+_BODY = "See the assets below to download this version and install."
+_BOT = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot", "site_admin": False}
+
+
+@dataclass(frozen=True)
+class TauriRelease:
+    """GitHub's release JSON, and the bytes of its small files by name."""
+
+    release: dict[str, Any]
+    files: dict[str, bytes]
+
+
+def tauri_action_release(
+    repo: str,
+    product: str,
+    version: str,
+    published_at: datetime,
+    *,
+    tag_prefix: str = "artcraft-v",
+    signatures: Mapping[str, str] | None = None,
+    web_url: str = DEFAULT_GITHUB_WEB_URL,
+    api_url: str = DEFAULT_GITHUB_API_URL,
+) -> TauriRelease:
+    """The release of ``product`` (its ``productName``) at ``version`` in ``repo``;
+    ``signatures`` maps a signed file's name to its ``.sig`` text."""
+    web_url, api_url = web_url.rstrip("/"), api_url.rstrip("/")
+    tag = f"{tag_prefix}{version}"
+    names = _Names(product, version)
+    release_id = _number(repo, tag, "release", 150_000_000, 260_000_000)
+    created = published_at - timedelta(minutes=41)
+    downloads = f"{web_url}/{repo}/releases/download/{tag}/"
+    files = _small_files(names, created, downloads, signatures or {})
+    sized: list[tuple[str, int, bytes | None]] = [
+        (names.of(p), size + _number(repo, tag, p, 0, _MIB), None) for p, size in INSTALLERS
+    ]
+    sized += [(name, len(content), content) for name, content in files.items()]
+    assets = [
+        _asset(repo, tag, name, size, content, created, downloads, api_url) for name, size, content in sized
+    ]
+    api_release = f"{api_url}/repos/{repo}/releases/{release_id}"
+    release = {
+        "url": api_release,
+        "assets_url": f"{api_release}/assets",
+        "html_url": f"{web_url}/{repo}/releases/tag/{tag}",
+        "id": release_id,
+        "author": _BOT,
+        "tag_name": tag,
+        "target_commitish": "release",
+        "name": f"{product} v{version}",
+        "draft": False,
+        "prerelease": False,
+        "created_at": _timestamp(created),
+        "published_at": _timestamp(published_at),
+        "assets": assets,
+        "tarball_url": f"{api_url}/repos/{repo}/tarball/{tag}",
+        "zipball_url": f"{api_url}/repos/{repo}/zipball/{tag}",
+        "body": _BODY,
+    }
+    return TauriRelease(release, files)
+
+
+def _small_files(
+    names: _Names, created: datetime, downloads: str, signatures: Mapping[str, str]
+) -> dict[str, bytes]:
+    """The ``.sig`` of each file the updater uses, and ``latest.json`` naming them."""
+    files: dict[str, bytes] = {}
+    for pattern in SIGNED:
+        name = names.of(pattern)
+        text = signatures.get(name) or _stand_in_signature(name)
+        files[f"{name}.sig"] = text.encode()
+    manifest = {
+        "version": names.version,
+        "notes": _BODY,
+        "pub_date": _timestamp(created + timedelta(minutes=38)),
+        "platforms": {
+            key: {"signature": files[f"{names.of(p)}.sig"].decode(), "url": downloads + names.of(p)}
+            for key, p in UPDATER_KEYS
+        },
+    }
+    files["latest.json"] = json.dumps(manifest, indent=2).encode()
+    return files
+
+
+@dataclass(frozen=True)
+class _Names:
+    product: str
+    version: str
+
+    def of(self, pattern: str) -> str:
+        # GitHub renames spaces (tauri-action brackets too) to dots in uploaded names.
+        shown = self.product.replace(" ", ".")
+        wix = self.version.replace("-", ".").replace("+", ".")
+        return pattern.format(p=shown, v=self.version, w=wix)
+
+
+def _stand_in_signature(name: str) -> str:
+    """Base64 text shaped like a Tauri ``.sig`` (minisign's two comments and two lines)."""
+    digest = hashlib.sha256(name.encode()).digest()
+    text = (
+        "untrusted comment: stand-in signature, not minisign\n"
+        f"{base64.b64encode(b'Ed' + digest).decode()}\n"
+        f"trusted comment: file:{name}\n"
+        f"{base64.b64encode(digest + digest).decode()}\n"
+    )
+    return base64.b64encode(text.encode()).decode()
+
+
+def _asset(
+    repo: str,
+    tag: str,
+    name: str,
+    size: int,
+    content: bytes | None,
+    created: datetime,
+    downloads: str,
+    api_url: str,
+) -> dict[str, Any]:
+    asset_id = _number(repo, tag, name, 280_000_000, 320_000_000)
+    digest = hashlib.sha256(content if content is not None else f"{repo}/{tag}/{name}".encode())
+    uploaded = _timestamp(created + timedelta(seconds=_number(repo, tag, name, 20, 900)))
+    return {
+        "url": f"{api_url}/repos/{repo}/releases/assets/{asset_id}",
+        "id": asset_id,
+        "name": name,
+        "label": "",
+        "uploader": _BOT,
+        "content_type": "application/zip",  # what tauri-action uploads every file as
+        "state": "uploaded",
+        "size": size,
+        "digest": f"sha256:{digest.hexdigest()}",
+        "download_count": _number(repo, tag, name, 0, 5000) if content is None else 0,
+        "created_at": uploaded,
+        "updated_at": uploaded,
+        "browser_download_url": downloads + name,
+    }
+
+
+def _number(repo: str, tag: str, part: str, low: int, high: int) -> int:
+    seed = int.from_bytes(hashlib.sha256(f"{repo}\x1f{tag}\x1f{part}".encode()).digest()[:8], "big")
+    return low + seed % (high - low + 1)
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,27 @@
+"""The origin every CDN test puts a proxy in front of: gunicorn on the site's state directory,
+photocraft not fetched yet (``warm`` fetches it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from craft_apps.kernel.domain import AppState
+from tests.cdn.support import Origin
+from tests.content.workers_support import database_for_the_workers
+from tests.controls.support import site_env
+from tests.support import publish
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Iterator[Origin]:
+    state_dir = tmp_path / "state"
+    publish(state_dir, {"photocraft": AppState(fetched_ms=None)})
+    with database_for_the_workers() as (database, _):
+        running = Origin(tmp_path, site_env(state_dir, database))
+        try:
+            yield running
+        finally:
+            running.stop()

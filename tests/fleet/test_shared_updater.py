@@ -1,0 +1,83 @@
+"""A release's Tauri updater files shared through a real redis-server: the host that reads them
+shares them with the release, and another host serves them without downloading anything. GitHub
+is the stand-in, serving the release's files on its own web side."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import redis
+
+from craft_apps.fleet.store import SharedStore
+from craft_apps.github.client import GitHubClient
+from craft_apps.host.lease import Lease
+from craft_apps.host.store import StateStore
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import AppSpec, PollMode
+from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.testing.clock import FakeClock
+from craft_apps.testing.fake_github import FakeGitHub
+from craft_apps.testing.tauri_release import UPDATER_KEYS, tauri_action_release
+from tests.support import S
+
+ARTCRAFT = AppSpec("artcraft", "ArtCraft", "storytold/artcraft")
+PUBLISHED = datetime(2026, 11, 20, 17, 4, 12, tzinfo=UTC)
+
+
+@pytest.fixture
+def github() -> Iterator[FakeGitHub]:
+    with FakeGitHub() as server:
+        built = tauri_action_release(
+            ARTCRAFT.repo, "ArtCraft", "0.37.0", PUBLISHED, web_url=server.url, api_url=server.url
+        )
+        server.publish(ARTCRAFT.repo, built.release, files=built.files)
+        yield server
+
+
+def host(name: str, root: Path, clock: FakeClock, github: FakeGitHub, client: redis.Redis) -> Poller:
+    store = StateStore(root / name)
+    store.open_for_writing()
+    lease = Lease(store, holder=name, clock=clock)
+    assert lease.try_acquire() and lease.fence is not None
+    poller = Poller(
+        config=PollConfig((ARTCRAFT,), interval_ms=1800 * S, max_backoff_ms=14_400 * S, web_url=github.url),
+        github=GitHubClient(api_url=github.url, web_url=github.url, token=None, clock=clock),
+        host=store,
+        fence=lease.fence,
+        clock=clock,
+        shared=SharedStore(client, hostname=name),
+    )
+    poller.load_host_state()
+    return poller
+
+
+def downloads(github: FakeGitHub) -> list[str]:
+    return [r.path for r in github.requests if "/releases/download/" in r.path]
+
+
+def test_a_second_host_serves_the_updater_files_without_downloading(
+    github: FakeGitHub, redis_client: redis.Redis, tmp_path: Path, fake_clock: FakeClock
+):
+    first = host("host-a", tmp_path, fake_clock, github, redis_client)
+    assert first.tick().mode is PollMode.COORDINATED
+    assert downloads(github) == ["/storytold/artcraft/releases/download/artcraft-v0.37.0/latest.json"]
+    [stored] = redis_client.hmget("craftApps:releases:app:artcraft", "release")
+    assert stored is not None
+    assert sorted(f["platform"] for f in json.loads(stored)["updater"]) == sorted(k for k, _ in UPDATER_KEYS)
+
+    github.reset_requests()
+    fake_clock.advance(5)
+    second = host("host-b", tmp_path, fake_clock, github, redis_client)
+    second.tick()
+    served = second.host.read().apps["artcraft"].latest_release
+    assert served is not None and len(served.updater) == len(UPDATER_KEYS)
+    assert served.updater == first.host.read().apps["artcraft"].latest_release.updater  # type: ignore[union-attr]
+    fake_clock.advance(1800)  # the release is due again: the second host asks, 304, and reads nothing
+    report = second.tick()
+    assert report.round.unchanged == 1
+    assert downloads(github) == []
+    assert [r.status for r in github.requests] == [304]
