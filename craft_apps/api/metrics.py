@@ -28,7 +28,7 @@ import hmac
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from django.http import HttpRequest, HttpResponse
@@ -273,14 +273,12 @@ def _poller_metrics(view: HostView, policy: HealthPolicy, now_ms: int) -> Iterab
 def _purge_metrics(view: HostView) -> Iterable[Metric]:
     """The CDN purges of this host's pollers (``craft_apps.cdn``), by outcome."""
     counters = view.counters
-    purges = CounterMetricFamily(
+    yield _by_outcome(
         "craft_apps_cdn_purges",
         "CDN purge requests of this host's pollers: purged (taken), retried, failed (given up).",
-        labels=["outcome"],
+        PURGE_OUTCOMES,
+        counters.purges,
     )
-    for outcome in PURGE_OUTCOMES:
-        purges.add_metric([outcome], counters.purges.get(outcome, 0))
-    yield purges
     if counters.purge_failed_ms is not None:
         yield _gauge(
             "craft_apps_cdn_purge_last_failure_timestamp_seconds",
@@ -292,14 +290,12 @@ def _purge_metrics(view: HostView) -> Iterable[Metric]:
 def _updater_metrics(view: HostView) -> Iterable[Metric]:
     """The poller's reads of releases' Tauri updater files by outcome, and their downloads."""
     counters = view.counters
-    reads = CounterMetricFamily(
+    yield _by_outcome(
         "craft_apps_updater_reads",
         "Reads of releases' Tauri updater files (latest.json or .sig files), by outcome.",
-        labels=["outcome"],
+        UPDATER_OUTCOMES,
+        counters.updater,
     )
-    for outcome in UPDATER_OUTCOMES:
-        reads.add_metric([outcome], counters.updater.get(outcome, 0))
-    yield reads
     yield CounterMetricFamily(
         "craft_apps_updater_downloads",
         "Downloads of releases' small files (latest.json, .sig) from GitHub's web side.",
@@ -310,12 +306,12 @@ def _updater_metrics(view: HostView) -> Iterable[Metric]:
 def _github_metrics(view: HostView) -> Iterable[Metric]:
     """The poller's GitHub requests by outcome, and GitHub's quota as last seen."""
     counters = view.counters
-    requests = CounterMetricFamily(
-        "craft_apps_github_requests", "GitHub requests of this host's poller, by outcome.", labels=["outcome"]
+    yield _by_outcome(
+        "craft_apps_github_requests",
+        "GitHub requests of this host's poller, by outcome.",
+        OUTCOMES,
+        counters.requests,
     )
-    for outcome in OUTCOMES:
-        requests.add_metric([outcome], counters.requests.get(outcome, 0))
-    yield requests
     yield from _updater_metrics(view)
     quota = counters.quota
     if quota is None:
@@ -455,6 +451,16 @@ def _drop_metrics(view: HostView, policy: HealthPolicy) -> Iterable[Metric]:
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
+
+
+def _by_outcome(
+    name: str, documentation: str, outcomes: Iterable[str], counts: Mapping[str, int]
+) -> CounterMetricFamily:
+    """A counter with one sample per outcome, zero for an outcome not seen yet."""
+    family = CounterMetricFamily(name, documentation, labels=["outcome"])
+    for outcome in outcomes:
+        family.add_metric([outcome], counts.get(outcome, 0))
+    return family
 
 
 def metrics_problems() -> list[Problem]:

@@ -26,30 +26,17 @@ from urllib.parse import urlsplit
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.support import ONE_AT_A_TIME, free_port
+from tests.support.chromium import start_chromium
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-proxy-server",
-    "--hide-scrollbars",
-)
 # Three apps keep the poller round short (it waits 1 s between requests).
 APPS = (
     "artcraft-launcher=ArtCraft Launcher=storytold/craft-launcher,"
@@ -161,21 +148,9 @@ def demo_site() -> Iterator[DemoSite]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
-    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
-        if not os.access(path, os.X_OK):
-            pytest.fail(f"{path} is missing: apt-get install {package} (bash .ci/test installs it)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.add_argument("--window-size=1280,900")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    profile = tmp_path / "chromium-profile"
+    driver = start_chromium(profile, extra_flags=("--disable-quic", "--hide-scrollbars"), logs=True)
     try:
-        driver.get("about:blank")  # away from the new-tab page, whose chrome:// loads aren't ours
-        driver.get_log("performance")
-        driver.get_log("browser")
         yield driver
     finally:
         driver.quit()

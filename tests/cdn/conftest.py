@@ -1,5 +1,5 @@
 """The origin every CDN test puts a proxy in front of: gunicorn on the site's state directory,
-photocraft not fetched yet (``warm`` fetches it)."""
+photocraft not fetched yet (``warm`` fetches it); and Varnish in front of it, as shipped."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from craft_apps.kernel.domain import AppState
-from tests.cdn.support import Origin
+from tests.cdn.support import Origin, Varnish
 from tests.content.workers_support import database_for_the_workers
 from tests.controls.support import site_env
 from tests.support import publish
@@ -25,3 +25,12 @@ def origin(tmp_path: Path) -> Iterator[Origin]:
             yield running
         finally:
             running.stop()
+
+
+@pytest.fixture
+def varnish(origin: Origin, tmp_path: Path) -> Iterator[Varnish]:
+    running = Varnish(tmp_path, origin.port)
+    try:
+        yield running
+    finally:
+        running.stop()

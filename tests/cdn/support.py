@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -214,9 +215,15 @@ class Answer:
         return signing.verify(self.body, self.headers, [KEY_A.public], now_s, last_order, variant)
 
 
-def ask(port: int, path: str = URL_PATH, coding: str = "br", etag: str | None = None) -> Answer:
-    """One GET through ``port``, as a launcher sends it."""
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}")
+def ask(
+    port: int,
+    path: str = URL_PATH,
+    coding: str = "br",
+    etag: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Answer:
+    """One GET through ``port``, as a launcher sends it (``coding`` empty: no Accept-Encoding)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=dict(headers or {}))
     if coding:
         request.add_header("Accept-Encoding", coding)
     if etag:

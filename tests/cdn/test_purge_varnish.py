@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.client
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,15 +23,6 @@ pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction
 
 TAG = release().tag
 VARIANTS = [(path, coding) for path in (URL_PATH, BETA_PATH) for coding in ("br", "gzip", "")]
-
-
-@pytest.fixture
-def varnish(origin: Origin, tmp_path: Path) -> Iterator[Varnish]:
-    running = Varnish(tmp_path, origin.port)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -6,16 +6,12 @@ through the cache, ``Vary: Craft-Apps-Bucket`` keeps one entry per bucket header
 from __future__ import annotations
 
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from craft_apps.kernel.domain import AppState, UpdaterFile
-from tests.cdn.support import FETCHED_MS, Answer, Origin, Varnish
+from tests.cdn.support import FETCHED_MS, Answer, Origin, Varnish, ask
 from tests.support import ONE_AT_A_TIME, publish, release
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
@@ -24,24 +20,9 @@ TAURI = "/v1/craft_apps/updates/tauri/photocraft/windows/x86_64"
 BUNDLE = "https://github.com/storytold/photocraft/releases/download/v0.5.0/PhotoCraft_0.5.0_x64_en-US.msi"
 
 
-@pytest.fixture
-def varnish(origin: Origin, tmp_path: Path) -> Iterator[Varnish]:
-    running = Varnish(tmp_path, origin.port)
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 def get(port: int, path: str, headers: dict[str, str] | None = None) -> Answer:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return Answer(
-                response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
-            )
-    except urllib.error.HTTPError as err:
-        return Answer(err.code, {k.lower(): v for k, v in err.headers.items()}, err.read())
+    """One GET as Tauri's updater sends it: no Accept-Encoding."""
+    return ask(port, path, coding="", headers=headers)
 
 
 def with_updater(origin: Origin) -> None:

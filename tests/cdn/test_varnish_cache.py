@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,15 +22,6 @@ from tests.signing.vectors import KEY_B
 from tests.support import ONE_AT_A_TIME
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def varnish(origin: Origin, tmp_path: Path) -> Iterator[Varnish]:
-    running = Varnish(tmp_path, origin.port)
-    try:
-        yield running
-    finally:
-        running.stop()
 
 
 def test_nothing_is_kept_before_every_app_is_fetched(origin: Origin, varnish: Varnish):

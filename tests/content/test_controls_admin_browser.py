@@ -9,14 +9,12 @@ is written to the test's directory, its path logged."""
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -25,24 +23,12 @@ from craft_apps.content.feed import NoticesFeed
 from craft_apps.content.models import ReleaseControl
 from tests.content.controls_support import control, publish_host
 from tests.support import ONE_AT_A_TIME, apps_setting
+from tests.support.chromium import HEIGHT, start_chromium
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
 
 logger = logging.getLogger(__name__)
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-WIDTH, HEIGHT = 1280, 900
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-proxy-server",
-    f"--window-size={WIDTH},{HEIGHT}",
-)
 READY_TIMEOUT_S = 30.0
 PASSWORD = "a long password"
 # A reason as operators write them in an incident: long, and a word a table can't break.
@@ -76,15 +62,7 @@ def site(
 @pytest.fixture
 def browser(tmp_path: Path, site: str) -> Iterator[webdriver.Chrome]:
     """Chromium, logged in to the admin as the operator."""
-    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
-        if not os.access(path, os.X_OK):
-            pytest.fail(f"{path} is missing: apt-get install {package} (bash .ci/test installs it)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver = start_chromium(tmp_path / "chromium-profile")
     try:
         driver.get(f"{site}/admin/login/?next=/admin/")
         driver.find_element(By.NAME, "username").send_keys("operator")

@@ -7,7 +7,6 @@ and the admin's login page render, and every request the browser made was answer
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,26 +16,14 @@ from typing import Any
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support import ONE_AT_A_TIME, free_port
+from tests.support.chromium import start_chromium
 from tests.support.new_site import HOST, NewSite, new_site, wait_until_served
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-proxy-server",
-    "--window-size=1280,900",
-)
 RENDER_TIMEOUT_S = 30.0
 
 
@@ -68,20 +55,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 @pytest.fixture
 def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
-    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver")):
-        if not os.access(path, os.X_OK):
-            pytest.fail(f"{path} is missing: apt-get install {package} (bash .ci/test installs it)")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium-profile'}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    driver = start_chromium(tmp_path / "chromium-profile", logs=True)
     try:
-        driver.get("about:blank")
-        driver.get_log("performance")
-        driver.get_log("browser")
         yield driver
     finally:
         driver.quit()
