@@ -1,5 +1,6 @@
 """Every package's docstring names each of its modules, and so does its row of the architecture
-page's Layout table: a module added without a word in both places fails here."""
+page's Layout table: a module added without a word in both places fails here. The README's
+layout paragraph names every top package."""
 
 from __future__ import annotations
 
@@ -64,3 +65,14 @@ def test_every_module_at_the_top_has_a_layout_row() -> None:
     table = "\n".join(layout_rows().values())
     top = [p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py"]
     assert [name for name in top if f"`{name}`" not in table and f"/{name}`" not in table] == []
+
+
+# What Django finds by its name; the README says so in one phrase instead of naming each.
+DJANGO_NAMES = {"admin", "management", "migrations"}
+
+
+def test_the_readmes_layout_names_every_top_package() -> None:
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Develop", 1)[1].split("\n\n", 2)[1]
+    top = {p.parent.name for p in PACKAGE.glob("*/__init__.py")} - DJANGO_NAMES
+    assert [name for name in sorted(top) if f"{name}/`" not in layout] == []
