@@ -22,7 +22,11 @@ from craft_apps.kernel import signing
 from tests.support import ONE_AT_A_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = ["--launchers", "40", "--poll-every", "1", "--steady", "2", "--connections", "4", "--max-run", "120"]
+CONNECTIONS = 4  # the launchers' connections: at most this many polls are in flight at once
+TINY = [
+    "--launchers", "40", "--poll-every", "1", "--steady", "2",
+    "--connections", str(CONNECTIONS), "--max-run", "120",
+]  # fmt: skip
 
 
 def run_bench(tmp_path: Path, *flags: str) -> list[dict[str, Any]]:
@@ -59,8 +63,9 @@ def test_a_release_and_a_yank_reach_every_launcher_straight_at_the_origin(tmp_pa
     steady = phase(run, "steady")
     assert steady["failed"] == 0 and steady["not_modified"] > 0
     # Straight at the origin, every poll is an origin request. gunicorn writes a request's
-    # access line after its answer, so a poll at each edge of the phase may count in the next.
-    assert abs(steady["origin_requests"] - steady["polls"]) <= 2, steady
+    # access line after its answer, so the polls in flight at an edge of the phase (one per
+    # connection) may count in the phase next to it.
+    assert abs(steady["origin_requests"] - steady["polls"]) <= CONNECTIONS, steady
     assert all(not p["bad_signatures"] for p in run["phases"])
 
 
