@@ -197,17 +197,18 @@ class Fleet:
         held = self.held[index]
         request = self._request(held.etag)
         sent = time.monotonic()
-        self.totals.polls += 1
+        totals = self.totals  # a poll and its outcome count in the phase it was sent in
+        totals.polls += 1
         answer = None if stream is None else await self._exchange(stream, request)
         if answer is None:
-            self.totals.failed += 1
+            totals.failed += 1
             if stream is not None:
                 stream[1].close()
             return None
         status, headers, raw, wire, keep = answer
-        self.totals.bytes += len(request) + wire
-        self.totals.sample(self.totals.latency_s, time.monotonic() - sent)
-        self._answered(index, sent, status, headers, raw)
+        totals.bytes += len(request) + wire
+        totals.sample(totals.latency_s, time.monotonic() - sent)
+        self._answered(totals, index, sent, status, headers, raw)
         if not keep and stream is not None:
             stream[1].close()
             return None
@@ -248,16 +249,18 @@ class Fleet:
 
     # --- what a launcher does with an answer ------------------------------------------------
 
-    def _answered(self, index: int, sent: float, status: int, headers: dict[str, str], raw: bytes) -> None:
+    def _answered(
+        self, totals: Totals, index: int, sent: float, status: int, headers: dict[str, str], raw: bytes
+    ) -> None:
         held = self.held[index]
         if status == 200:
-            self.totals.ok += 1
+            totals.ok += 1
             digest = self._keep_body(raw, headers.get("content-encoding", ""))
         elif status == 304 and held.body_key is not None:
-            self.totals.not_modified += 1
+            totals.not_modified += 1
             digest = held.body_key
         else:
-            self.totals.failed += 1
+            totals.failed += 1
             return
         # The ETag names the signed form: a 304 without the header keeps the one held.
         header = headers.get(signing.HEADER.lower(), "") or (held.signature if status == 304 else "")
@@ -267,7 +270,7 @@ class Fleet:
         if reason is None and held.order is not None and order is not None and order < held.order:
             reason = "rollback"
         if reason is not None:
-            self.totals.bad_signatures[reason] = self.totals.bad_signatures.get(reason, 0) + 1
+            totals.bad_signatures[reason] = totals.bad_signatures.get(reason, 0) + 1
             return  # refused: the launcher keeps what it held
         held.etag, held.body_key, held.signature = headers.get("etag"), digest, header
         held.order = order if held.order is None or (order or 0) > held.order else held.order

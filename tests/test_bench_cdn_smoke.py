@@ -110,10 +110,11 @@ def test_a_launcher_keeps_a_verified_answer_across_a_304_and_refuses_a_bad_signa
     event = Event("release", at=0.0, shows=lambda held: b"v2.0.0" in held)
     fleet.add_event(event)
     signed_headers = {signing.HEADER.lower(): header, "etag": 'W/"2"'}
-    fleet._answered(0, 1.0, 200, signed_headers, body)
-    fleet._answered(0, 2.0, 304, signed_headers, b"")
-    fleet._answered(0, 2.5, 304, {"etag": 'W/"2"'}, b"")  # the origin's 304: the signature held
-    fleet._answered(1, 1.0, 200, {signing.HEADER.lower(): header.replace("order=2", "order=3")}, body)
+    fleet._answered(fleet.totals, 0, 1.0, 200, signed_headers, body)
+    fleet._answered(fleet.totals, 0, 2.0, 304, signed_headers, b"")
+    fleet._answered(fleet.totals, 0, 2.5, 304, {"etag": 'W/"2"'}, b"")  # the origin's 304: the signature held
+    forged = {signing.HEADER.lower(): header.replace("order=2", "order=3")}
+    fleet._answered(fleet.totals, 1, 1.0, 200, forged, body)
     totals = fleet.take_totals()
     assert (totals.ok, totals.not_modified, totals.bad_signatures) == (2, 2, {"bad signature": 1})
     assert fleet.held[0].etag == 'W/"2"' and fleet.held[0].order == 2
@@ -121,6 +122,6 @@ def test_a_launcher_keeps_a_verified_answer_across_a_304_and_refuses_a_bad_signa
     assert fleet.holding(event) == 1 and set(event.first_seen) == {0}
     # An older order than the one held is a rollback, refused however well signed.
     older = signing.sign(config, body, now, order=1)
-    fleet._answered(0, 3.0, 200, {signing.HEADER.lower(): older, "etag": 'W/"1"'}, body)
+    fleet._answered(fleet.totals, 0, 3.0, 200, {signing.HEADER.lower(): older, "etag": 'W/"1"'}, body)
     assert fleet.take_totals().bad_signatures == {"rollback": 1}
     assert fleet.held[0].etag == 'W/"2"'
