@@ -126,6 +126,15 @@ def test_semver_precedence_and_build_metadata(tauri_site: Path):
     assert offered(client.get(f"{URL}/windows/x86_64/v0.4.0")) == "0.5.0"
 
 
+def test_a_release_differing_only_in_build_metadata_is_not_offered(tauri_site: Path):
+    # docs/tauri.md: SemVer precedence, not the plugin's order, where 0.5.0+2 > 0.5.0.
+    rebuilt = replace(at("0.5.0", 11), tag="v0.5.0+2", version="0.5.0+2")
+    publish(tauri_site, {"photocraft": AppState(latest_release=rebuilt, fetched_ms=T0)})
+    client = Client()
+    assert offered(client.get(f"{URL}/windows/x86_64/0.5.0")) is None
+    assert offered(client.get(f"{URL}/windows/x86_64/0.4.0")) == "0.5.0+2"
+
+
 def test_the_bundle_type_chooses_the_file(tauri_site: Path):
     warm(tauri_site)
     client = Client()
