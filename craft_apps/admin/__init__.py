@@ -4,7 +4,8 @@ The release policies' admin is in ``policies``, which this module imports to reg
 Each list shows whether an item is served now (the window rule in ``content.items``), filters
 by it, and searches the texts. An item's page previews the JSON launchers receive with that
 item; each list previews everything served now. Validation is the model's (``full_clean``),
-whose messages say what to fix. Publishing or unpublishing several items at once is an action.
+whose messages say what to fix. Publishing or unpublishing several items at once is an action
+(for users who may change them; a user who may only view is offered no action on any list).
 
 Beside them, each app's channel setting (``AppChannel``): the channels it is served on beyond
 stable, and whether the key names a configured app (a setting for a key no app has is kept,
@@ -129,12 +130,12 @@ class NoticeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             launcher_json(only_this),
         )
 
-    @admin.action(description="Publish the selected items")
+    @admin.action(description="Publish the selected items", permissions=["change"])
     def publish(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         count = queryset.update(published=True)
         self.message_user(request, f"{count} published; served while inside their window.")
 
-    @admin.action(description="Unpublish the selected items")
+    @admin.action(description="Unpublish the selected items", permissions=["change"])
     def unpublish(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         count = queryset.update(published=False)
         self.message_user(request, f"{count} unpublished; launchers stop receiving them within a second.")
@@ -238,8 +239,8 @@ class AppChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> dict[str, Any]:
         """Beside Django's own, a channel on and off for the selected apps, per channel
-        (``beta_on``, ``beta_off``), on the list only. Django 6.1 names the page it asks for
-        in ``action_location``; earlier versions don't."""
+        (``beta_on``, ``beta_off``), on the list only, for a user who may change the rows.
+        Django 6.1 names the page it asks for in ``action_location``; earlier versions don't."""
         django_admin: Any = super()  # the stubs don't know action_location yet
         if action_location is None:
             actions: dict[str, Any] = django_admin.get_actions(request)
@@ -247,6 +248,8 @@ class AppChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             actions = django_admin.get_actions(request, action_location=action_location)
             if action_location.name != "CHANGE_LIST":
                 return actions
+        if not self.has_change_permission(request):
+            return actions  # a user who may only view changes no channel
         for channel in Channel.chosen_per_app():
             for on in (True, False):
                 name = f"{channel.value}_{'on' if on else 'off'}"

@@ -33,7 +33,7 @@ from craft_apps.api.answer import build_release_info
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
 from craft_apps.content.channels import read_channel_apps, read_controls
-from craft_apps.content.control_form import app_choices
+from craft_apps.content.control_form import app_choices, set_widget
 from craft_apps.content.models import REASON_MAX, ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
 from craft_apps.kernel.compat import UTC
@@ -86,7 +86,7 @@ class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         current = self.instance.app_key if self.instance.pk is not None else None
-        self.fields["app_key"].widget = forms.Select(choices=app_choices(app_settings.APPS, current))
+        set_widget(self, "app_key", forms.Select(choices=app_choices(app_settings.APPS, current)))
 
 
 @admin.register(ReleasePolicy)

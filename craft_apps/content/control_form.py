@@ -31,6 +31,13 @@ def app_choices(apps: Sequence[AppSpec], current: str | None) -> list[tuple[str,
     return choices
 
 
+def set_widget(form: forms.BaseForm, name: str, widget: forms.Widget) -> None:
+    """Give the form's field ``name`` this widget, if the form has the field: a user who may
+    only view gets a form without fields (the admin shows each value as text)."""
+    if name in form.fields:
+        form.fields[name].widget = widget
+
+
 class TagInput(forms.TextInput):
     """A text input whose suggestions are the tags the host knows of the chosen app, newest
     first (``known``: app key → tags); the page's app select switches the list."""
@@ -68,8 +75,8 @@ class ReleaseControlForm(forms.ModelForm):  # type: ignore[type-arg]
         super().__init__(*args, **kwargs)
         current = self.instance.app_key if self.instance.pk is not None else None
         chosen = self.data.get("app_key") if self.is_bound else (current or self.initial.get("app_key"))
-        self.fields["app_key"].widget = forms.Select(choices=app_choices(self.apps, current))
-        self.fields["tag"].widget = TagInput(self.known, str(chosen) if chosen else None)
+        set_widget(self, "app_key", forms.Select(choices=app_choices(self.apps, current)))
+        set_widget(self, "tag", TagInput(self.known, str(chosen) if chosen else None))
 
 
 def control_form(
