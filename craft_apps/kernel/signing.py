@@ -225,8 +225,9 @@ _REQUIRED = ("keyid", "signed", "expires", "sig")
 
 def parse_header(values: Iterable[str]) -> list[Member]:
     """Every well-formed member of the header's field lines, in order; ``ValueError`` when none
-    is. Names are taken as written (lowercase), values as written (no quoting), spaces around
-    both trimmed; a member naming a parameter twice, or missing one of ``_REQUIRED``, is none."""
+    is. Names are taken as written (lowercase), values as written (no quoting), spaces and tabs
+    around both trimmed; a member naming any parameter twice (an unknown one included), or
+    missing one of ``_REQUIRED`` (``sig`` too, which ``verify`` never checks), is none."""
     members: list[Member] = []
     for value in values:
         for text in value.split(","):
@@ -248,17 +249,21 @@ def parse_header(values: Iterable[str]) -> list[Member]:
 
 
 def _params(text: str) -> dict[str, str] | None:
-    """One member's parameters; None when one is named twice (readers would disagree on it)."""
+    """One member's parameters, trimmed of ``_OWS``; None when one is named twice (readers would
+    disagree on it). A piece without ``=`` names nothing and is skipped."""
     params: dict[str, str] = {}
     for part in text.split(";"):
         name, sep, item = part.partition("=")
         if not sep:
             continue
-        name = name.strip()
+        name = name.strip(_OWS)
         if name in params:
             return None
-        params[name] = item.strip()
+        params[name] = item.strip(_OWS)
     return params
+
+
+_OWS = " \t"  # HTTP's optional whitespace, and nothing else: a no-break space is text
 
 
 @dataclass(frozen=True)
@@ -311,11 +316,12 @@ def verify(
     4. ``bad signature``: no such member's ``sig2`` verifies over this body (a changed byte of
        the body, of ``signed``, ``expires`` or ``order``, or another ``variant``); the first
        member, in the header's order, whose ``sig2`` verifies is the one judged below.
-    5. ``bad times``: ``signed`` or ``expires`` not ``YYYY-MM-DDTHH:MM:SSZ``, ``order`` not
-       decimal digits, or ``expires`` not after ``signed``.
+    5. ``bad times``: ``signed`` or ``expires`` not ``YYYY-MM-DDTHH:MM:SSZ``, ``order`` not 1 to
+       18 ASCII digits, or ``expires`` not after ``signed``.
     6. ``not yet valid``: ``signed`` is more than ``skew_s`` after ``now``.
     7. ``expired``: ``now`` is more than ``skew_s`` after ``expires``.
-    8. ``rollback``: ``order`` is below ``last_accepted_order``, the highest order accepted before.
+    8. ``rollback``: ``order`` is below ``last_accepted_order``, the highest order accepted before
+       for this ``variant`` (orders of different variants are not compared).
     """
     try:
         members = parse_header(header_values(headers))
@@ -353,9 +359,9 @@ def verify_v1(
     skew_s: int = CLOCK_SKEW_SECS,
 ) -> Verdict:
     """The rules of a launcher built before ``order`` (v1, ``sig`` only), kept to show what it
-    sees: as ``verify`` without rule 3, ``sig`` over ``message``, and rule 8 by ``signed``: a
-    ``rollback`` when it is more than one period (a third of ``expires - signed``) before
-    ``last_accepted_signed``, the newest ``signed`` accepted before."""
+    sees: as ``verify`` without rule 3, ``sig`` over ``message``, ``order`` never read, and rule 8
+    by ``signed``: a ``rollback`` when it is more than one period (a third of ``expires -
+    signed``) before ``last_accepted_signed``, the newest ``signed`` accepted before."""
     try:
         members = parse_header(header_values(headers))
     except ValueError:

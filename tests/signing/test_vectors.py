@@ -3,13 +3,25 @@ page showing them as they are, and a changed byte anywhere refused."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from craft_apps.kernel import signing
 from tests.signing import vectors
-from tests.signing.vectors import BODY, HEADER_A, KEY_A, KEY_B, ORDER, SIGNED_AT, VECTORS, Vector
+from tests.signing.vectors import (
+    BODY,
+    HEADER_A,
+    HEADER_AB,
+    KEY_A,
+    KEY_B,
+    ORDER,
+    ORDER_19_DIGITS,
+    SIGNED_AT,
+    VECTORS,
+    Vector,
+)
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "signed-feed.md"
 
@@ -111,3 +123,62 @@ def test_a_refusal_says_only_what_it_knows():
     times = "signed 2026-01-01T00:00:00Z, expires 2026-01-04T00:00:00Z"
     assert good == f"accepted (key {KEY_A.key_id}, {times}, order {ORDER})"
     assert "None" not in "".join(str(vector.verdict()) for vector in VECTORS)
+
+
+_MEMBER = re.compile(
+    r"keyid=[0-9a-f]{16}; signed=\S+Z; expires=\S+Z; sig=[A-Za-z0-9+/]{86}==;"
+    r" order=(?:0|[1-9][0-9]{0,17}); sig2=[A-Za-z0-9+/]{86}=="
+)
+
+
+def test_the_server_writes_the_documented_form():
+    """Six parameters in order, ``; `` between them, ``, `` between members, no other whitespace,
+    and an order without leading zeros (0 when the answer reflects nothing yet)."""
+    for order in (ORDER, 0, 10**18 - 1):
+        header = signing.sign(
+            signing.SigningConfig((KEY_A, KEY_B), vectors.WINDOW_S), BODY, SIGNED_AT, "", order
+        )
+        members = header.split(", ")
+        assert len(members) == 2
+        assert all(_MEMBER.fullmatch(member) for member in members), header
+
+
+def _reason(header: str, pinned: tuple[signing.SigningKey, ...] = (KEY_A,), last: int | None = None) -> str:
+    keys = [key.public for key in pinned]
+    return signing.verify(BODY, [(signing.HEADER, header)], keys, SIGNED_AT + 60, last).reason
+
+
+def test_only_spaces_and_tabs_around_names_and_values_are_dropped():
+    assert _reason(HEADER_A.replace("; ", " \t ;\t \t")) == "accepted"
+    for other in ("\xa0", "\v", "\f", "\u2003"):
+        assert _reason(HEADER_A.replace("keyid=", f"keyid={other}")) == "unknown key", repr(other)
+        assert _reason(HEADER_A.replace("keyid=", f"{other}keyid=")) == "no signature", repr(other)
+
+
+def test_empty_pieces_and_members_are_skipped():
+    assert _reason(HEADER_A.replace("; order=", ";; ; order=")) == "accepted"
+    assert _reason(", " + HEADER_A + ",") == "accepted"
+
+
+def test_a_member_without_sig_counts_at_no_rule():
+    """Key A's member without ``sig`` before key B's whole one: A pinned finds no member of its key."""
+    without_sig = vectors.VECTORS[[v.name for v in vectors.VECTORS].index("no sig")].header
+    b_member = HEADER_AB.split(", ")[1]
+    assert _reason(f"{without_sig}, {b_member}") == "unknown key"
+    assert _reason(f"{without_sig}, {b_member}", (KEY_A, KEY_B)) == "accepted"
+
+
+def test_an_order_is_the_number_its_digits_write():
+    """Leading zeros, which the server never writes, change nothing; 18 digits are the most."""
+    padded = vectors.member_with(order=f"000{ORDER}")
+    assert _reason(padded, last=ORDER) == "accepted"
+    assert _reason(padded, last=ORDER + 1) == "rollback"
+    assert _reason(vectors.member_with(order="9" * 18), last=ORDER) == "accepted"
+    for bad in ("", "+1", "-1", "1e3", "0x10", "1 2"):
+        assert _reason(vectors.member_with(order=bad)) == "bad times", bad
+
+
+def test_a_v1_launcher_never_reads_order():
+    for order in ("x", "", ORDER_19_DIGITS):
+        header = vectors.member_with(order=order)
+        assert signing.verify_v1(BODY, [(signing.HEADER, header)], [KEY_A.public], SIGNED_AT + 60).accepted

@@ -34,9 +34,17 @@ HEADER_B_OLDER_FIRST = ", ".join(
     )
 )
 _SIG2 = HEADER_A.rsplit("sig2=", 1)[1]
+_SIG = HEADER_A.split("; sig=", 1)[1].split(";", 1)[0]
+ORDER_19_DIGITS = str(ORDER) + "000000"  # fits in 64 bits, yet one digit too many
 
 
-def _member_with(**changes: str) -> str:
+def _tabbed(header: str) -> str:
+    """``header`` with tabs around every name and value (what is signed is the text without)."""
+    pieces = (piece.partition("=") for piece in header.split("; "))
+    return "\t;\t".join(f"{name}\t=\t{value}" for name, _, value in pieces)
+
+
+def member_with(**changes: str) -> str:
     """Key A's member with its parameters changed, signed anew over what it then says."""
     signed, expires = signing.rfc3339(SIGNED_AT), signing.rfc3339(EXPIRES_AT)
     params = {"keyid": KEY_A.key_id, "signed": signed, "expires": expires, "order": str(ORDER)}
@@ -115,8 +123,29 @@ VECTORS = (
         ("A",), NOW, None, "", "bad signature",
     ),
     Vector(
-        "malformed time", BODY, _member_with(signed="2026-01-01 00:00:00Z"),
+        "malformed time", BODY, member_with(signed="2026-01-01 00:00:00Z"),
         ("A",), NOW, None, "", "bad times",
+    ),
+    Vector(
+        "no sig", BODY, HEADER_A.replace(f"; sig={_SIG}", ""),
+        ("A",), NOW, None, "", "no signature",
+    ),
+    Vector(
+        "19-digit order", BODY, member_with(order=ORDER_19_DIGITS),
+        ("A",), NOW, None, "", "bad times",
+    ),
+    Vector(
+        "v1 rules, 19-digit order", BODY, member_with(order=ORDER_19_DIGITS),
+        ("A",), NOW, None, "", "accepted", "v1",
+    ),
+    Vector("tabs", BODY, _tabbed(HEADER_A), ("A",), NOW, None, "", "accepted"),
+    Vector(
+        "a piece without =", BODY, HEADER_A.replace("; order=", "; draft; order="),
+        ("A",), NOW, None, "", "accepted",
+    ),
+    Vector(
+        "an unknown parameter twice", BODY, HEADER_A + "; note=a; note=b",
+        ("A",), NOW, None, "", "no signature",
     ),
 )  # fmt: skip
 
@@ -153,26 +182,40 @@ def render_messages() -> tuple[str, str]:
 
 
 def render_vector(vector: Vector) -> str:
-    body = "body" if vector.body == BODY else "tampered body"
-    return "\n".join(
-        (
-            f"vector:        {vector.name}",
-            f"body:          {body}",
-            f"header:        {signing.HEADER}: {vector.header}",
-            f"pinned:        {', '.join(vector.pinned)}",
-            f"now:           {_when(vector.now)}",
-            f"rules:         {vector.rules}",
-            f"last accepted: {_last(vector)}",
-            f"variant:       {vector.variant or '(default)'}",
-            f"verdict:       {vector.verdict().reason}",
-        )
-    )
+    """One vector as the page shows it: a line left out has the value ``DEFAULTS`` gives it."""
+    lines = [
+        ("vector", vector.name),
+        ("body", "body" if vector.body == BODY else "tampered body"),
+        ("header", f"{signing.HEADER}: {vector.header}".replace("\t", "\\t")),
+        ("pinned", ", ".join(vector.pinned)),
+        ("now", _when(vector.now)),
+        ("rules", vector.rules),
+        ("last accepted", _last(vector)),
+        ("variant", vector.variant or "(default)"),
+        ("verdict", vector.verdict().reason),
+    ]
+    return "\n".join(_line(name, value) for name, value in lines if DEFAULTS.get(name) != value)
+
+
+def _line(name: str, value: str) -> str:
+    return f"{name + ':':<15}{value}"
+
+
+DEFAULTS = {
+    "body": "body",
+    "pinned": "A",
+    "now": _when(NOW),
+    "rules": "v2",
+    "last accepted": "none",
+    "variant": "(default)",
+}
 
 
 def render() -> str:
     """The vectors as docs/signed-feed.md shows them (each a ```text block)."""
     blocks = [render_keys(), "body:\n" + BODY.decode(), "tampered body:\n" + TAMPERED.decode()]
     blocks.extend(render_messages())
+    blocks.append("\n".join(["defaults:", *(_line(name, value) for name, value in DEFAULTS.items())]))
     blocks += [render_vector(vector) for vector in VECTORS]
     return "\n\n".join(f"```text\n{block}\n```" for block in blocks)
 
