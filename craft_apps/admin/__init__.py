@@ -138,7 +138,7 @@ class NoticeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.action(description="Unpublish the selected items", permissions=["change"])
     def unpublish(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         count = queryset.update(published=False)
-        self.message_user(request, f"{count} unpublished; launchers stop receiving them within a second.")
+        self.message_user(request, f"{count} unpublished; launchers stop receiving them within 2 s.")
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
@@ -264,7 +264,7 @@ class AppChannelAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             model_admin.message_user(
                 request,
                 f"{channel.value.capitalize()} {'on' if on else 'off'} for {count}; "
-                f"launchers asking for {channel.value} see it within a second.",
+                f"launchers asking for {channel.value} see it within 2 s.",
             )
 
         return act
@@ -442,7 +442,7 @@ class ReleaseControlAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                 self.log_change(request, control, message + f"Reason: {control.reason}")
                 done += 1
         note = f"; {skipped} not a rollout, left as it was" if skipped else ""
-        self.message_user(request, f"{verb} {done} rollout(s){note}. Launchers see it within a second.")
+        self.message_user(request, f"{verb} {done} rollout(s){note}. Launchers see it within 2 s.")
 
 
 def with_reason(structured: Any, control: ReleaseControl) -> str:

@@ -47,7 +47,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def waiting_now() -> list[WaitingRelease] | None:
     """Every release a policy keeps back now on this host, by the database's controls and
-    policies (what the web processes apply within a second) and the state file as the
+    policies (what the web processes apply within 2 s) and the state file as the
     endpoint's own look left it (no read of the file here); None before that look read it."""
     snapshot = runtime().answers.snapshot()
     if snapshot.version == 0:
@@ -148,7 +148,7 @@ class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     self._log(request, policy, f"Approved {', '.join(tags)}")
                     done += [f"{policy.app_key} {tag} on {policy.channel}" for tag in tags]
         said = ", ".join(done) if done else "nothing: no release waits"
-        self.message_user(request, f"Approved {said}. Launchers see it within a second.")
+        self.message_user(request, f"Approved {said}. Launchers see it within 2 s.")
 
     @admin.action(
         description="Approve as a staged rollout (the policy's schedule from now)", permissions=["change"]
