@@ -10,17 +10,20 @@ the history) never raises; every answer becomes ``Fetched``,
 the client the settings describe. Invariants: the token is
 sent only as ``Authorization: Bearer`` to GitHub's API host and never appears in a log line, a
 reason, an exception or a ``repr``; ``~/.netrc`` never adds credentials; a request takes at most
-the connect timeout to connect and ``total_timeout`` for the whole exchange, however slowly the
-server drips; no more than ``max_body_bytes`` of an answer are ever read; a redirect from https
-to anything else, or to another host than the API's, is refused before it is followed.
+``total_timeout`` for the whole exchange (a small file ``DOWNLOAD_TIMEOUT_S``), however slowly the
+server drips: each connect (a redirect's too) and each read waits at most its own timeout and
+never past that deadline; no more than ``max_body_bytes`` of an answer are ever read; a redirect
+from https to anything else, or to another host than the API's, is refused before it is followed.
 
 A redirect within the API host is how GitHub answers for a renamed or transferred repository
 (301 to ``/repositories/{id}/...``): it is followed, the answer is judged as the new
 repository's, and ``Fetched.moved_to`` names it so that the operator can be told to update
 ``APPS``.
 
-The total deadline is real elapsed time (``time.monotonic``), not the injected clock: it bounds
-real socket I/O. The injected clock only turns rate-limit headers into ``retry_at_ms``.
+The total deadline is real elapsed time (``Deadlines``, by default ``time.monotonic`` and a
+timer thread), not the poller's clock: it bounds real socket I/O. The tests hand in their own
+``Deadlines`` to expire a request when they choose. The poller's clock only turns rate-limit
+headers into ``retry_at_ms``.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -79,9 +83,10 @@ DEFAULT_USER_AGENT = "django-craft-apps (craft apps release poller)"
 MAX_RETRY_AFTER_SECS = 86_400
 MAX_REDIRECTS = 5
 MAX_RESET_SECS = 253_402_300_799  # 9999-12-31: a later rate-limit reset is garbage
-# A small file of a release (latest.json, a .sig) takes at most this long, whatever the client's
-# total timeout: a round downloads a few of them, and stops at the first that fails.
+# A small file of a release (latest.json, a .sig) takes at most this long, redirects, connects
+# and every read included, whatever the client's total timeout: a round downloads a few of them.
 DOWNLOAD_TIMEOUT_S = 10.0
+_LEAST_WAIT_S = 0.001  # a connect or read that starts with no time left fails at once
 _CHUNK_BYTES = 64 * 1024
 _ERROR_BODY_BYTES = 64 * 1024  # read from a non-200 answer, for its message and connection reuse
 _MAX_ETAG_CHARS = 512
@@ -118,6 +123,7 @@ class GitHubClient:
         total_timeout: float = 30.0,
         max_body_bytes: int = 4 * 1024 * 1024,
         user_agent: str = DEFAULT_USER_AGENT,
+        deadlines: Deadlines | None = None,
     ) -> None:
         if connect_timeout <= 0 or total_timeout <= 0 or max_body_bytes <= 0:
             raise ValueError("timeouts and the body limit must be positive")
@@ -128,6 +134,7 @@ class GitHubClient:
         self._total_timeout = total_timeout
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
+        self._deadlines = deadlines or RealDeadlines()
         trimmed = (token or "").strip()
         self._token = trimmed if _VISIBLE_ASCII.fullmatch(trimmed) else None
         self._token_unusable = bool(trimmed) and self._token is None
@@ -237,13 +244,14 @@ class GitHubClient:
         """One small file: at most ``download.limit`` bytes within ``DOWNLOAD_TIMEOUT_S``,
         following redirects (GitHub sends downloads to its file host) but never off https."""
         timeout = min(self._total_timeout, DOWNLOAD_TIMEOUT_S)
+        connect = min(self._connect_timeout, timeout)
         headers = {"User-Agent": self._user_agent, "Accept": "application/octet-stream"}
-        with _Deadline(timeout) as deadline:
+        with _Deadline(timeout, self._deadlines) as deadline:
             try:
                 response = self._session.get(
                     download.url,
                     headers=headers,
-                    timeout=(min(self._connect_timeout, timeout), timeout),
+                    timeout=(connect, timeout),
                     stream=True,
                     allow_redirects=True,
                     hooks={"response": [self._refuse_insecure_redirect]},
@@ -251,12 +259,12 @@ class GitHubClient:
                     verify=self._verify(),
                 )
             except requests.RequestException as exc:
-                return self._request_failed(exc, deadline)
+                return self._request_failed(exc, deadline, connect)
             with response:
                 try:
                     body = self._small_file(response, download.limit)
                 except requests.RequestException as exc:
-                    return self._request_failed(exc, deadline)
+                    return self._request_failed(exc, deadline, connect)
             if deadline.expired:
                 return Failed(f"no complete answer within {timeout:g} s")
             return body
@@ -295,7 +303,7 @@ class GitHubClient:
         if per_page is not None:
             url = f"{self._api_url}/repos/{repo}/releases?per_page={per_page}"
         headers = self._headers(repo, etag)
-        with _Deadline(self._total_timeout) as deadline:
+        with _Deadline(self._total_timeout, self._deadlines) as deadline:
             try:
                 response = self._session.get(
                     url,
@@ -308,7 +316,7 @@ class GitHubClient:
                     verify=self._verify(),
                 )
             except requests.RequestException as exc:
-                return self._request_failed(exc, deadline)
+                return self._request_failed(exc, deadline, self._connect_timeout)
             self.last_quota = _quota(response.headers, self._clock.now_ms()) or self.last_quota
             # Closing an unread answer drops its connection instead of reading the rest.
             with response:
@@ -317,7 +325,7 @@ class GitHubClient:
                         repo, response, revalidating="If-None-Match" in headers, listing=per_page is not None
                     )
                 except requests.RequestException as exc:
-                    return self._request_failed(exc, deadline)
+                    return self._request_failed(exc, deadline, self._connect_timeout)
             # A socket cut mid-headers reads like an answer that ended there: never trust it.
             if deadline.expired:
                 return Failed(f"no complete answer within {self._total_timeout:g} s")
@@ -434,15 +442,16 @@ class GitHubClient:
                 f"refused a redirect off the API host to {_echo(resolved.hostname or 'no host', 80)}"
             )
 
-    def _request_failed(self, exc: requests.RequestException, deadline: _Deadline) -> Failed:
+    def _request_failed(self, exc: requests.RequestException, deadline: _Deadline, connect: float) -> Failed:
+        """One line for a request that raised; the times named are the ones this request had."""
         if isinstance(exc, _RedirectRefused):
             return Failed(str(exc))
-        if deadline.expired:
-            return Failed(f"no complete answer within {self._total_timeout:g} s")
+        if deadline.expired or deadline.remaining() <= 0:
+            return Failed(f"no complete answer within {deadline.seconds:g} s")
         if isinstance(exc, requests.ConnectTimeout):
-            return Failed(f"could not connect within {self._connect_timeout:g} s")
+            return Failed(f"could not connect within {connect:g} s")
         if isinstance(exc, requests.ReadTimeout):
-            return Failed(f"the answer stalled for {self._total_timeout:g} s")
+            return Failed(f"the answer stalled for {deadline.seconds:g} s")
         if isinstance(exc, requests.TooManyRedirects):
             return Failed(f"more than {MAX_REDIRECTS} redirects")
         return Failed(f"request failed: {type(exc).__name__}: {_echo(str(exc), secret=self._token)}")
@@ -521,40 +530,94 @@ def _echo(text: str, limit: int = _MAX_ECHO_CHARS, secret: str | None = None) ->
 # requests' read timeout restarts at every byte, so a server dripping one byte per second could
 # hold a request forever. A timer shuts down the request's socket when the deadline passes; the
 # blocked read then fails at once. The socket reaches the timer through connection classes that
-# register it, with the request's deadline, when they start reading the answer.
+# register it, with the request's deadline, as soon as it is connected. The same classes cut each
+# connect and each read's timeout to the time the deadline has left, so a redirect's new
+# connection can't start a fresh connect timeout after the deadline.
+
+
+class Armed(Protocol):
+    def cancel(self) -> None:
+        """Stops the expiry; should it be running, waits until it has ended."""
+        ...
+
+
+class Deadlines(Protocol):
+    """Real time for a request's deadline: what reads it and what arms its expiry."""
+
+    def monotonic(self) -> float:
+        """Seconds, only ever increasing."""
+        ...
+
+    def arm(self, seconds: float, expire: Callable[[], None]) -> Armed:
+        """Calls ``expire`` from another thread ``seconds`` from now, unless cancelled first."""
+        ...
+
+
+class _ArmedTimer:
+    def __init__(self, timer: threading.Timer) -> None:
+        self._timer = timer
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+        self._timer.join()
+
+
+class RealDeadlines:
+    """``time.monotonic`` and a daemon timer thread per request."""
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def arm(self, seconds: float, expire: Callable[[], None]) -> Armed:
+        timer = threading.Timer(seconds, expire)
+        timer.daemon = True
+        timer.start()
+        return _ArmedTimer(timer)
+
 
 _current_deadline: ContextVar[_Deadline | None] = ContextVar("craft_apps_github_deadline", default=None)
 
 
 class _Deadline:
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, deadlines: Deadlines) -> None:
+        self.seconds = seconds
+        self._deadlines = deadlines
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self.expired = False
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
-        self._started = time.monotonic()
+        self._started = deadlines.monotonic()
+        self._armed: Armed | None = None
 
     def __enter__(self) -> _Deadline:
         self._context_token = _current_deadline.set(self)
-        self._timer.start()
+        self._armed = self._deadlines.arm(self.seconds, self._expire)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._timer.cancel()
-        # Should the timer be firing right now, wait: no shutdown may reach a connection that
+        # Should the expiry be running right now, wait: no shutdown may reach a connection that
         # is back in the pool for the next request.
-        self._timer.join()
+        if self._armed is not None:
+            self._armed.cancel()
         _current_deadline.reset(self._context_token)
         with self._lock:
             self._sockets.clear()
 
+    def remaining(self) -> float:
+        """Seconds left before the deadline (0 or less once it has passed)."""
+        return self.seconds - (self._deadlines.monotonic() - self._started)
+
+    def cut(self, timeout: object) -> float:
+        """``timeout`` (a socket timeout: seconds, or None for none) cut to the time left."""
+        left = max(self.remaining(), _LEAST_WAIT_S)
+        return min(timeout, left) if isinstance(timeout, int | float) else left
+
     def watch(self, sock: socket.socket) -> None:
         with self._lock:
             if not self.expired:
-                self._sockets.append(sock)
+                if sock not in self._sockets:
+                    self._sockets.append(sock)
                 return
         _shut_down(sock)
 
@@ -562,7 +625,8 @@ class _Deadline:
         with self._lock:
             self.expired = True
             sockets, self._sockets = self._sockets, []
-        logger.debug("A GitHub request overran its deadline after %.2f s.", time.monotonic() - self._started)
+        elapsed = self._deadlines.monotonic() - self._started
+        logger.debug("A GitHub request overran its deadline after %.2f s.", elapsed)
         for sock in sockets:
             _shut_down(sock)
 
@@ -574,6 +638,13 @@ def _shut_down(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
+def _cut_to_deadline(connection: HTTPConnection) -> None:
+    """The connection's next connect or read waits no longer than the request's deadline allows."""
+    deadline = _current_deadline.get()
+    if deadline is not None:
+        connection.timeout = deadline.cut(connection.timeout)
+
+
 def _watch_current(sock: Any) -> None:
     deadline = _current_deadline.get()
     if deadline is not None and isinstance(sock, socket.socket):
@@ -581,15 +652,19 @@ def _watch_current(sock: Any) -> None:
 
 
 class _WatchedHTTPConnection(HTTPConnection):
+    def connect(self) -> None:
+        _cut_to_deadline(self)
+        super().connect()
+        _watch_current(self.sock)
+
     def getresponse(self) -> Any:
+        _cut_to_deadline(self)  # the answer's reads wait this long each (urllib3 sets it)
         _watch_current(self.sock)
         return super().getresponse()
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def getresponse(self) -> Any:
-        _watch_current(self.sock)
-        return super().getresponse()
+class _WatchedHTTPSConnection(_WatchedHTTPConnection, HTTPSConnection):
+    """The same, for https: ``connect`` (the TLS handshake's reads too) and ``getresponse``."""
 
 
 class _WatchedHTTPConnectionPool(HTTPConnectionPool):
