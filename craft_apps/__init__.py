@@ -6,7 +6,7 @@ asks GitHub; ``host`` the host's private state file; ``fleet`` what hosts share 
 ``content`` what operators edit in the admin (renames, notices, channels, release controls
 and policies); ``cdn`` the purge of a CDN's copy when an answer changes;
 ``ops`` what ``craft_apps_status`` reports; ``management`` the commands; ``testing`` the GitHub
-stand-in and fake clock of the tests, the demo and the benchmarks (not in the wheel).
+stand-in and fake clock of the tests, the demo and the benchmarks (in the wheel too).
 Beneath them, ``kernel`` the pure rules and types every tier shares (no Django, no I/O).
 At the top only what Django looks for by name (``apps``, ``models``, ``admin``, ``urls``,
 ``checks``, ``migrations``), ``conf`` every setting, and ``install_example``, which applies the

@@ -1,7 +1,9 @@
 """The package as a new user gets it: the sdist and the wheel built from a copy of the source, the
-wheel installed into a fresh virtual environment beside a new ``django-admin startproject``
-site, the docs' install script applied to it, then ``check --deploy``, the endpoint and the
-offline docs on a real ``runserver``.
+wheel installed into a fresh virtual environment with what docs/installation.md installs beside
+it, a new ``django-admin startproject`` site set up by the page's steps (the install script, the
+static files block), then ``check --deploy``, the endpoint and the offline docs under the page's
+gunicorn command. Every ``python -m craft_apps...`` the docs show is in the wheel and imports
+there with the runtime dependencies alone.
 
 The environment gets exactly the versions this test runs with (a constraints file from this
 environment). Their wheels are kept in ``.nox/wheelhouse`` (``CRAFT_APPS_WHEELHOUSE``): once it
@@ -14,12 +16,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tarfile
 import textwrap
-import time
 import urllib.error
 import urllib.request
 import zipfile
@@ -32,12 +34,21 @@ import pytest
 
 import craft_apps
 from craft_apps.api.docs_settings import CONTRACT_VERSION, spectacular_settings
+from craft_apps.conf import DEFAULT_APPS
+from craft_apps.install_example import SETTINGS_BLOCK, URLS_BLOCK
 from tests.docs_pages import check_offline
 from tests.support import ONE_AT_A_TIME, free_port
+from tests.support.new_site import static_files_block, wait_until_served
 from tests.support.source import copy_of_the_source
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "craft_apps" / "install_example.sh"
+INSTALLATION = ROOT / "docs" / "installation.md"
+# Where the docs show commands: the pages, the README and the deployment examples.
+DOCUMENTS = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md",
+             *sorted(p for p in (ROOT / "examples").rglob("*") if p.is_file())]  # fmt: skip
+RUN_MODULE = re.compile(r"python3? -m (craft_apps(?:\.\w+)*)")
+# What step 1 installs beside the wheel, and step 7's WhiteNoise.
+BESIDE_THE_WHEEL = ["drf-spectacular-sidecar", "gunicorn", "whitenoise"]
 # What the README's install command adds in a site that has Django: pip keeps that version.
 KEEP_DJANGO = "\"django==$(python -c 'import django; print(django.__version__)')\""
 WHEELHOUSE = Path(os.environ.get("CRAFT_APPS_WHEELHOUSE") or ROOT / ".nox" / "wheelhouse")
@@ -84,14 +95,12 @@ def test_the_sdist_ships_no_tests_and_the_wheel_has_the_metadata(built: Built):
         "craft_apps/fleet/guarded_write.lua",
         "craft_apps/py.typed",
         "craft_apps/templates/craft_apps/redoc.html",
-        "craft_apps/install_example.sh",
         "craft_apps/install_example.py",
         "craft_apps/management/commands/poll_craft_releases.py",
         f"django_craft_apps-{version}.dist-info/licenses/LICENSE",
     } <= files
     assert not any(name.startswith(("config/", "tests/", "bench/")) for name in files)
-    # The stand-in, the demo releases and the fake clock serve the tests from the source tree.
-    assert not any(name.startswith("craft_apps/testing/") for name in files), sorted(files)
+    assert not any(name.endswith(".sh") for name in files), "the install example is plain Python"
     meta = wheel.read(f"django_craft_apps-{version}.dist-info/METADATA").decode()
     lines = set(meta.splitlines())
     assert {
@@ -107,12 +116,31 @@ def test_the_sdist_ships_no_tests_and_the_wheel_has_the_metadata(built: Built):
     assert f"## {version} " in (ROOT / "CHANGELOG.md").read_text()
 
 
+def modules_the_docs_run() -> dict[str, set[str]]:
+    """Each module a document shows as ``python -m craft_apps...``, with the documents."""
+    found: dict[str, set[str]] = {}
+    for document in DOCUMENTS:
+        for module in RUN_MODULE.findall(document.read_text(encoding="utf-8")):
+            found.setdefault(module, set()).add(str(document.relative_to(ROOT)))
+    return found
+
+
+def test_every_module_the_docs_run_is_in_the_wheel(built: Built):
+    modules = modules_the_docs_run()
+    assert {"craft_apps.install_example", "craft_apps.testing.fake_github"} <= set(modules)
+    files = set(zipfile.ZipFile(built.wheel).namelist())
+    missing = {
+        module: documents
+        for module, documents in modules.items()
+        if not {f"{module.replace('.', '/')}.py", f"{module.replace('.', '/')}/__main__.py"} & files
+    }
+    assert not missing, f"the docs run modules the wheel lacks: {missing}"
+
+
 def test_the_install_page_shows_what_the_install_script_appends_as_it_is():
-    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "installation.md").read_text(), re.DOTALL)
-    appended = re.findall(r"<<'EOF'\n(.*?)^EOF$", SCRIPT.read_text(), re.DOTALL | re.MULTILINE)
-    assert len(appended) == 2, "settings.py's block and urls.py's"
+    blocks = re.findall(r"```python\n(.*?)```", INSTALLATION.read_text(encoding="utf-8"), re.DOTALL)
     shown = [textwrap.dedent(block).strip() for block in blocks]
-    for block in appended:
+    for block in (SETTINGS_BLOCK, URLS_BLOCK):
         assert block.strip() in shown
 
 
@@ -144,7 +172,7 @@ def drop_ours() -> None:
 def install(python: Path, wheel: Path, constraints: Path) -> None:
     """Offline from the wheelhouse; after downloading into it when something is missing."""
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
-    wanted = [str(wheel), "drf-spectacular-sidecar", "-c", str(constraints)]
+    wanted = [str(wheel), *BESIDE_THE_WHEEL, "-c", str(constraints)]
     offline = [*pip, "install", "--quiet", "--no-index", "--find-links", str(WHEELHOUSE), *wanted]
     if subprocess.run(offline, capture_output=True).returncode == 0:
         return
@@ -152,98 +180,160 @@ def install(python: Path, wheel: Path, constraints: Path) -> None:
     run(offline)
 
 
-@pytest.fixture
-def new_site(built: Built, tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A fresh environment with the wheel, and a startproject site with the script applied."""
-    venv = tmp_path / "venv"
+@dataclass
+class Site:
+    python: Path  # the new environment's
+    directory: Path
+    env: dict[str, str]
+
+    def run(self, *command: str) -> subprocess.CompletedProcess[str]:
+        return run([str(self.python.parent / command[0]), *command[1:]], cwd=self.directory, env=self.env)
+
+
+@pytest.fixture(scope="module")
+def new_site(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """A fresh environment with what the installation page installs, and a startproject site set
+    up by its steps: the install script, migrate, the static files block and collectstatic."""
+    page = INSTALLATION.read_text(encoding="utf-8")
+    assert "pip install gunicorn" in page and "(`pip install whitenoise`)" in page
+    where = tmp_path_factory.mktemp("new-site")
+    venv = where / "venv"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
-    python = venv / "bin" / "python"
-    install(python, built.wheel, pins_of_this_environment(tmp_path / "pins.txt"))
-    site = tmp_path / "site"
-    site.mkdir()
-    run([str(venv / "bin" / "django-admin"), "startproject", "mysite", str(site)])
-    # From the installed wheel, as the README says: no checkout needed.
-    run([str(python), "-m", "craft_apps.install_example"], cwd=site)
+    install(venv / "bin" / "python", built.wheel, pins_of_this_environment(where / "pins.txt"))
+    directory = where / "site"
+    directory.mkdir()
     env = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("DJANGO_", "CRAFT_APPS_", "PYTHON"))
     }
-    yield python, env | {"PWD": str(site)}
+    site = Site(venv / "bin" / "python", directory, env | {"PWD": str(directory)})
+    site.run("django-admin", "startproject", "mysite", str(directory))
+    # From the installed wheel, as the README says: no checkout needed.
+    site.run("python", "-m", "craft_apps.install_example")
+    with (directory / "mysite" / "settings.py").open("a", encoding="utf-8") as settings:
+        settings.write("\n" + static_files_block())
+    site.run("python", "manage.py", "migrate", "--noinput")
+    site.run("python", "manage.py", "collectstatic", "--noinput")
+    return site
 
 
-def test_the_readme_install_gives_a_new_site_the_endpoint_and_offline_docs(
-    new_site: tuple[Path, dict[str, str]],
-):
-    python, env = new_site
-    site = Path(env["PWD"])
-    where = run([str(python), "-c", "import craft_apps; print(craft_apps.__file__)"], cwd=site, env=env)
-    assert where.stdout.startswith(str(python.parent.parent)), "craft_apps comes from the wheel"
+def gunicorn_command(port: int) -> list[str]:
+    """Step 8's gunicorn line as the page prints it, bound to ``port``."""
+    blocks = re.findall(r"```sh\n(.*?)```", INSTALLATION.read_text(encoding="utf-8"), re.DOTALL)
+    [line] = [
+        line.strip()
+        for block in blocks
+        for line in block.splitlines()
+        if line.strip().startswith("gunicorn ")
+    ]
+    assert "--bind 127.0.0.1:8000" in line
+    return shlex.split(line.replace("127.0.0.1:8000", f"127.0.0.1:{port}"))
+
+
+@pytest.fixture(scope="module")
+def served(new_site: Site) -> Iterator[str]:
+    """The new site under the page's gunicorn command: its URL."""
+    port = free_port()
+    command = gunicorn_command(port)
+    log = new_site.directory / "gunicorn.log"
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [str(new_site.python.parent / command[0]), *command[1:]],
+            cwd=new_site.directory, env=new_site.env, stdout=output, stderr=output, start_new_session=True,
+        )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_until_served(f"{url}/v1/craft_apps/release_info", server, log)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
+def test_the_installed_site_passes_our_deploy_checks(new_site: Site):
+    where = new_site.run("python", "-c", "import craft_apps; print(craft_apps.__file__)")
+    assert where.stdout.startswith(str(new_site.python.parent.parent)), "craft_apps comes from the wheel"
 
     # A new startproject site has Django's own deploy issues (DEBUG, SECRET_KEY; from Django 6.1
     # an error for its console mailer, so the command fails): none of them is ours.
     deploy = subprocess.run(
-        [str(python), "manage.py", "check", "--deploy"], cwd=site, env=env, capture_output=True, text=True
-    )
+        [str(new_site.python), "manage.py", "check", "--deploy"],
+        cwd=new_site.directory, env=new_site.env, capture_output=True, text=True,
+    )  # fmt: skip
     report = deploy.stdout + deploy.stderr
     assert "System check identified" in report, report
     assert "(craft_apps." not in report and "(drf_spectacular." not in report, report
-    ours = run(
-        [str(python), "manage.py", "check", "--deploy", "--tag", "craft_apps", "--fail-level", "WARNING"],
-        cwd=site,
-        env=env,
+    ours = new_site.run(
+        "python", "manage.py", "check", "--deploy", "--tag", "craft_apps", "--fail-level", "WARNING"
     )
     assert "System check identified no issues" in ours.stdout
-    assert (site / "var" / "craft_apps").is_dir(), "the state directory's default, under BASE_DIR"
-
-    port = free_port()
-    server = subprocess.Popen(
-        [str(python), "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"],
-        cwd=site,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    assert (new_site.directory / "var" / "craft_apps").is_dir(), (
+        "the state directory's default, under BASE_DIR"
     )
-    site_url = f"http://127.0.0.1:{port}"
 
+
+def test_under_gunicorn_the_new_site_serves_the_endpoint_and_offline_docs(served: str):
     def fetch(path: str) -> tuple[int, bytes]:
         try:
-            with urllib.request.urlopen(site_url + path, timeout=10) as response:
+            with urllib.request.urlopen(served + path, timeout=10) as response:
                 return response.status, response.read()
         except urllib.error.HTTPError as err:
             return err.code, err.read()
 
+    status, body = fetch("/v1/craft_apps/release_info")
+    answer = json.loads(body)
+    assert status == 200 and answer["success"] is True
+    assert len(answer["release_info"]["apps"]) == 13
+    check_offline(fetch, served, "/api/docs/")
+    check_offline(fetch, served, "/api/redoc/")
+    status, schema = fetch("/api/schema/")
+    assert status == 200 and b"GetCraftAppsReleaseInfoResponse" in schema
+    # The demo's finished docs: the same info, no schema endpoint listed, no Authorize button.
+    status, body = fetch("/api/schema/?format=json")
+    document = json.loads(body)
+    assert document["info"] == {
+        "title": "Craft Apps release info",
+        "version": CONTRACT_VERSION,
+        "description": spectacular_settings()["DESCRIPTION"],
+    }
+    assert set(document["paths"]) >= {"/v1/craft_apps/health", "/v1/craft_apps/github_webhook"}
+    assert not any(path.startswith("/api/") for path in document["paths"])
+    assert "securitySchemes" not in document.get("components", {})
+
+
+def test_the_modules_the_docs_run_import_with_the_runtime_dependencies_alone(new_site: Site):
+    """In the new environment (the wheel's dependencies, the sidecar, gunicorn and WhiteNoise;
+    no test tools such as responses), without the site's settings."""
+    absent = subprocess.run([str(new_site.python), "-c", "import responses"], capture_output=True)
+    assert absent.returncode != 0, "the new environment has no test tools"
+    env = {key: value for key, value in new_site.env.items() if key != "DJANGO_SETTINGS_MODULE"}
+    for module in modules_the_docs_run():
+        imported = subprocess.run(
+            [str(new_site.python), "-c", f"import {module}"], env=env, capture_output=True, text=True
+        )
+        assert imported.returncode == 0, f"{module}: {imported.stderr}"
+
+
+def test_the_fake_github_serves_the_demo_releases_from_the_wheel(new_site: Site):
+    """``python -m craft_apps.testing.fake_github``, as the quickstart runs it in a site's
+    environment: its start line is the signal, then one app's latest release answers."""
+    server = subprocess.Popen(
+        [str(new_site.python), "-m", "craft_apps.testing.fake_github", "--port", "0"],
+        cwd=new_site.directory, env=new_site.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                status, body = fetch("/v1/craft_apps/release_info")
-                break
-            except OSError:
-                assert server.poll() is None, server.stderr.read().decode() if server.stderr else ""
-                assert time.monotonic() < deadline, "runserver didn't answer within 30 s"
-                time.sleep(0.1)
-        answer = json.loads(body)
-        assert status == 200 and answer["success"] is True
-        assert len(answer["release_info"]["apps"]) == 13
-        check_offline(fetch, site_url, "/api/docs/")
-        check_offline(fetch, site_url, "/api/redoc/")
-        status, schema = fetch("/api/schema/")
-        assert status == 200 and b"GetCraftAppsReleaseInfoResponse" in schema
-        # The demo's finished docs: the same info, no schema endpoint listed, no Authorize button.
-        status, body = fetch("/api/schema/?format=json")
-        document = json.loads(body)
-        assert document["info"] == {
-            "title": "Craft Apps release info",
-            "version": CONTRACT_VERSION,
-            "description": spectacular_settings()["DESCRIPTION"],
-        }
-        assert set(document["paths"]) >= {"/v1/craft_apps/health", "/v1/craft_apps/github_webhook"}
-        assert not any(path.startswith("/api/") for path in document["paths"])
-        assert "securitySchemes" not in document.get("components", {})
+        assert server.stderr is not None
+        line = server.stderr.readline()
+        started = re.fullmatch(r"fake GitHub serving \d+ release\(s\) at (http://127\.0\.0\.1:\d+)\n", line)
+        assert started, line + server.stderr.read()
+        latest = f"{started[1]}/repos/{DEFAULT_APPS[0].repo}/releases/latest"
+        with urllib.request.urlopen(latest, timeout=10) as answer:
+            assert answer.status == 200 and json.loads(answer.read())["tag_name"]
     finally:
         server.terminate()
-        server.wait(10)
+        server.wait(timeout=15)
 
 
 def test_the_readme_install_command_names_the_sites_django():

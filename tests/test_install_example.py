@@ -1,6 +1,7 @@
-"""``python -m craft_apps.install_example`` on a real ``django-admin startproject`` site: it says
-what it changed, run again it changes nothing (a second block made the site fail to start:
-``Application labels aren't unique``), and a wrong project name is refused with one line."""
+"""``python -m craft_apps.install_example`` on a real ``django-admin startproject`` site, with no
+program of the system on ``PATH`` (it is plain Python): it says what it changed, run again it
+changes nothing (a second block made the site fail to start: ``Application labels aren't
+unique``), and a wrong project name is refused with one line."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ def new_site(tmp_path: Path) -> Path:
 
 
 def install_example(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run([sys.executable, "-m", "craft_apps.install_example", *args], site)
+    """With no ``PATH``: plain Python, it needs no shell or other program of the system."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("DJANGO_", "CRAFT_APPS_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "craft_apps.install_example", *args],
+        cwd=site, env=env | {"PATH": ""}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
 
 
 def test_run_twice_it_adds_each_block_once_says_so_and_the_site_passes_its_checks(tmp_path: Path):

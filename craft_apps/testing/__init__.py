@@ -1,4 +1,4 @@
-"""What the tests, the demo and the benchmarks run on, from the source tree (not in the wheel).
+"""What the tests, the demo and the benchmarks run on; in the wheel too, for a site's own tests.
 
 - ``clock``: a fake clock (sleeping moves it at once, randomness scripted);
 - ``demo_releases``: realistic, deterministic GitHub releases of the 13 Craft Apps;
