@@ -2,10 +2,12 @@
 serves the endpoint and the offline docs after one poller round, with one line saying what runs
 where, the database line once, no migration or development-server warning; ``DEMO_REAL_GITHUB=1``
 polls the GitHub it is given (here a stand-in of the test's own) with the token, never shown.
-Its set-up installs no test tool."""
+Its set-up installs no test tool. The landing page links every feature, and the quickstart's
+Tauri update answers 200 with a bundle whose signature its commands verify."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -28,10 +30,13 @@ from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.docs_pages import check_offline
 from tests.polling.processes import APPS
-from tests.support import ONE_AT_A_TIME, free_port
+from tests.support import ONE_AT_A_TIME, apps_setting, free_port
+from tests.support.demo_site import FEATURES, LIGHTCRAFT
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "ghp_demo-token-never-shown"
+DEMO_APPS = (*APPS, LIGHTCRAFT)  # LightCraft: the demo's Tauri app
+QUICKSTART = (ROOT / "docs" / "quickstart.md").read_text()
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME]
 
@@ -104,11 +109,34 @@ def start_demo(tmp_path: Path) -> Iterator[object]:
             demo.process.wait(20)
 
 
-def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo):
-    demo = start_demo()
+def check_the_quickstarts_tauri_update(demo: Demo, directory: Path) -> None:
+    """The quickstart's Tauri URL answers 200, and its commands verify the bundle named."""
+    status, body = demo.fetch(FEATURES["Tauri updater"])
+    assert status == 200, body
+    answer = json.loads(body)
+    github = answer["url"].split("/storytold/", 1)[0]
+    assert answer["version"] == "2.0.0"
+    assert answer["url"].replace(github, "http://127.0.0.1:8765") in QUICKSTART, "the URL the page shows"
+    block = QUICKSTART.split("## A Tauri update", 1)[1].split("```sh\n")[2].split("```", 1)[0]
+    assert "minisign -V" in block
+    checked = subprocess.run(
+        ["sh", "-ec", block.replace("http://127.0.0.1:8765", github)],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "Signature and comment signature verified" in checked.stdout
+    signature = (directory / "LightCraft_2.0.0_amd64.AppImage.minisig").read_bytes()
+    assert base64.b64decode(answer["signature"]) == signature, "the answer's signature is the .sig"
+
+
+def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo, tmp_path):
+    demo = start_demo(CRAFT_APPS_RELEASE_APPS=apps_setting(DEMO_APPS))
     status, body = demo.fetch("/v1/craft_apps/release_info")
     apps = json.loads(body)["release_info"]["apps"]
-    assert status == 200 and set(apps) == {app.key for app in APPS}
+    assert status == 200 and set(apps) == {app.key for app in DEMO_APPS}
     assert all(app["latest_release"]["version"] for app in apps.values()), "fetched from the stand-in"
     check_offline(demo.fetch, demo.site, "/api/docs/")
     check_offline(demo.fetch, demo.site, "/api/redoc/")
@@ -118,23 +146,18 @@ def test_the_demo_serves_the_endpoint_and_offline_docs_with_gunicorn(start_demo)
     assert out.count("Database: ") == 1, out
     status, landing = demo.fetch("/")
     assert status == 200 and f"{demo.site}/ " in line
-    for link in (
-        "/v1/craft_apps/release_info",
-        "/api/docs/",
-        "/api/redoc/",
-        "/craft_apps/downloads/",
-        "/admin/",
-    ):
+    for link in ("/api/docs/", "/api/redoc/", "/admin/", *FEATURES.values()):
         assert f'href="{link}"'.encode() in landing
-    check_offline(demo.fetch, demo.site, "/")
+    check_offline(demo.fetch, demo.site, "/")  # every link answers 200: the Tauri update too
+    check_the_quickstarts_tauri_update(demo, tmp_path)
 
     # The status command the line ends with, run as printed, reads the demo's state.
     command = line.split("shown by: ", 1)[1].split(" - Ctrl-C", 1)[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CRAFT_APPS_", "DJANGO_"))}
-    env["CRAFT_APPS_RELEASE_APPS"] = ",".join(f"{a.key}={a.name}={a.repo}" for a in APPS)
+    env["CRAFT_APPS_RELEASE_APPS"] = apps_setting(DEMO_APPS)
     shown = subprocess.run(["sh", "-c", command], cwd=ROOT, env=env, capture_output=True, text=True)
     assert shown.returncode == 0, shown.stdout + shown.stderr
-    assert "not fetched yet" not in shown.stdout and all(app.key in shown.stdout for app in APPS), (
+    assert "not fetched yet" not in shown.stdout and all(app.key in shown.stdout for app in DEMO_APPS), (
         shown.stdout
     )
     assert "unapplied migration" not in out and "development server" not in out, out

@@ -26,7 +26,7 @@ What each answer dropped or said (assets not served, a rename) goes to ``drops``
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -126,6 +126,7 @@ class Poller:
         shared: SharedStore | None = None,
         still_leader: Callable[[], bool] = lambda: True,
         needs_history: Callable[[], frozenset[str]] = lambda: frozenset(),
+        on_asked: Callable[[int, int], None] | None = None,
     ) -> None:
         self.config = config
         self.github: ReleaseSource = github  # asked every round (tests wrap it to watch or delay it)
@@ -143,6 +144,7 @@ class Poller:
         self.clock = clock
         self.shared = shared
         self.still_leader = still_leader
+        self.on_asked = on_asked  # told (apps done, apps due) after each app of a round (a terminal's)
         self.memory: dict[str, AppState] = {app.key: AppState(repo=app.repo) for app in config.apps}
         self._repos = {app.key: app.repo for app in config.apps}
         self.backoff = Backoff()
@@ -220,9 +222,9 @@ class Poller:
         )
         return report
 
-    def _poll_round(self, due: Iterable[AppSpec], mode: PollMode, report: TickReport) -> PollMode:
+    def _poll_round(self, due: Sequence[AppSpec], mode: PollMode, report: TickReport) -> PollMode:
         result = report.round
-        for app in due:
+        for done, app in enumerate(due, 1):
             if self.fence_lost or not self.still_leader():
                 break
             if mode is PollMode.COORDINATED:
@@ -241,6 +243,8 @@ class Poller:
             self.requests.started(app.key, self.clock.now_ms())
             outcome = self.github.fetch_latest_release(app.repo, self.memory[app.key].etag)
             mode = self._take_outcome(app, outcome, mode, report)
+            if self.on_asked is not None:
+                self.on_asked(done, len(due))
             if isinstance(outcome, RateLimited):
                 break  # the rest of the round would be refused too
             if app.key in self.needs_history() and not self._ask_list(app, mode, report):

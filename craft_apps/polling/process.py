@@ -45,6 +45,7 @@ class RunnerOptions:
     hostname: str | None = None  # written as `by` in Redis; the machine's name by default
     lease_timing: LeaseTiming | None = None  # the settings' LEASE_TTL_SECS / LEASE_RETRY_SECS
     keep_lease_in_background: bool = True  # a thread renews during long requests (not on a fake clock)
+    progress: Callable[[int, int], None] | None = None  # told (apps done, apps due) during a round
 
 
 class _LeaseUnwritable(Exception):
@@ -172,6 +173,7 @@ class PollerRunner:
                 shared=shared,
                 still_leader=lambda: lease.renew_if_due() and not self.stop.is_set(),
                 needs_history=parts.needs_history,
+                on_asked=self.options.progress,
             )
             self.poller = poller
             wakeups = WakeUps(

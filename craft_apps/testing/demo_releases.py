@@ -5,6 +5,12 @@ answers it: the fields the poller reads, plus the many it must ignore (ids, node
 URLs, the author and uploader, counters). Every asset follows the suite's naming scheme, and
 ``SHA256SUMS.txt`` really lists the other assets' digests. Identical arguments always give an
 identical release: sizes, digests, ids and notes derive from the repository and version only.
+
+One app, LightCraft (``TAURI_APP``), is released as tauri-action releases a Tauri app
+instead: ``demo_releases`` holds that release, and ``demo_files`` the bytes its files are
+served as (installers, signed ``.sig`` files, ``latest.json``): a few hundred bytes for each
+installer, and each updater bundle's ``.sig`` signed with the demo's minisign key as Tauri signs
+them, so the demo's Tauri updater URL answers ``200`` and ``minisign -V`` accepts the bundle.
 """
 
 from __future__ import annotations
@@ -17,6 +23,14 @@ from typing import Any
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_API_URL, DEFAULT_GITHUB_WEB_URL
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
+from craft_apps.testing.tauri_release import (
+    INSTALLERS,
+    SIGNED,
+    SecretKey,
+    TauriNames,
+    TauriRelease,
+    tauri_action_release,
+)
 
 # One (version, publication instant) per app of DEFAULT_APPS, in its order.
 _DEMO_VERSIONS: tuple[tuple[str, datetime], ...] = (
@@ -34,6 +48,21 @@ _DEMO_VERSIONS: tuple[tuple[str, datetime], ...] = (
     ("1.2.0", datetime(2026, 9, 19, 12, 12, 12, tzinfo=UTC)),
     ("0.6.3", datetime(2026, 10, 7, 18, 9, 2, tzinfo=UTC)),
 )
+
+TAURI_APP = "lightcraft"  # the key of the demo app released with tauri-action
+
+# The demo's key pair, made once with ``minisign -G -W``. This secret key is published on
+# purpose and protects nothing: it signs only the demo's made-up bundles. Never sign a real
+# app with it; a real app's key stays in its CI secrets (TAURI_SIGNING_PRIVATE_KEY).
+DEMO_SECRET_KEY = (
+    "untrusted comment: minisign encrypted secret key\n"
+    "RWQAAEIyAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAbBTNbOj4pLlGvXucHbNVQ+6F"
+    "WpKI70qLvmO1KEhwHetEUXPBarV/55vI0VWxQUS0N8fFFQ3hXPNXg0DS5iEh/DTlAhWgacy9AAAAAAAAAAAAAAAAAAAAAAAA"
+    "AAAAAAAAAAAAAAAAAAA=\n"
+)
+# What ``minisign -V -P`` takes; its ``.pub`` file is ``untrusted comment: minisign public key
+# B9A4F8E86CCD146C`` and this line.
+DEMO_PUBLIC_KEY = "RWRsFM1s6PikuZvI0VWxQUS0N8fFFQ3hXPNXg0DS5iEh/DTlAhWgacy9"
 
 _MIB = 1024 * 1024
 
@@ -152,10 +181,29 @@ def demo_releases(
     web_url: str = DEFAULT_GITHUB_WEB_URL, api_url: str = DEFAULT_GITHUB_API_URL
 ) -> dict[str, dict[str, Any]]:
     """One release per app of ``DEFAULT_APPS``, keyed by repository (``org/project``)."""
-    return {
+    releases = {
         app.repo: demo_release(app, version, published_at, web_url=web_url, api_url=api_url)
         for app, (version, published_at) in zip(DEFAULT_APPS, _DEMO_VERSIONS, strict=True)
     }
+    app, version, published_at = _tauri_app()
+    releases[app.repo] = demo_tauri_release(app, version, published_at, web_url, api_url).release
+    return releases
+
+
+def demo_files(
+    web_url: str = DEFAULT_GITHUB_WEB_URL, api_url: str = DEFAULT_GITHUB_API_URL
+) -> dict[str, dict[str, bytes]]:
+    """The bytes of the files the demo releases serve, by repository and file name."""
+    app, version, published_at = _tauri_app()
+    return {app.repo: demo_tauri_release(app, version, published_at, web_url, api_url).files}
+
+
+def _tauri_app() -> tuple[AppSpec, str, datetime]:
+    """The demo's Tauri app, its version and when it was published."""
+    [(app, (version, published_at))] = [
+        pair for pair in zip(DEFAULT_APPS, _DEMO_VERSIONS, strict=True) if pair[0].key == TAURI_APP
+    ]
+    return app, version, published_at
 
 
 def release_notes(app: AppSpec, version: str, web_url: str = DEFAULT_GITHUB_WEB_URL) -> str:
@@ -281,3 +329,38 @@ def _node_id(prefix: str, *parts: str) -> str:
 
 def _timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def demo_tauri_release(
+    app: AppSpec,
+    version: str,
+    published_at: datetime,
+    web_url: str = DEFAULT_GITHUB_WEB_URL,
+    api_url: str = DEFAULT_GITHUB_API_URL,
+) -> TauriRelease:
+    """``app``'s release at ``version``, its installers' bytes and its signed ``.sig`` files."""
+    names = TauriNames(app.name, version)
+    contents = {names.of(pattern): bundle_bytes(app, version, names.of(pattern)) for pattern, _ in INSTALLERS}
+    key = SecretKey.from_text(DEMO_SECRET_KEY)
+    signed_at = int((published_at - timedelta(minutes=3)).timestamp())
+    signatures = {
+        names.of(pattern): key.tauri_signature(contents[names.of(pattern)], names.of(pattern), signed_at)
+        for pattern in SIGNED
+    }
+    return tauri_action_release(
+        app.repo,
+        app.name,
+        version,
+        published_at,
+        tag_prefix=f"{app.key}-v",
+        signatures=signatures,
+        contents=contents,
+        web_url=web_url,
+        api_url=api_url,
+    )
+
+
+def bundle_bytes(app: AppSpec, version: str, name: str) -> bytes:
+    """The demo's stand-in for an installer: a few lines of text, the same every time."""
+    line = f"{app.name} {version}: the demo's stand-in for {name}, signed with the demo key.\n"
+    return line.encode() * 4

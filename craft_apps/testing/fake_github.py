@@ -50,7 +50,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
-from craft_apps.testing.demo_releases import demo_releases
+from craft_apps.testing.demo_releases import demo_files, demo_releases
 
 logger = logging.getLogger(__name__)
 
@@ -406,9 +406,10 @@ class FakeGitHub:
         )
 
     def load_demo(self) -> FakeGitHub:
-        """Publishes the demo release of each of the 13 apps."""
+        """Publishes the demo release of each of the 13 apps, with the bytes of their files."""
+        files = demo_files(web_url=self.web_url)
         for repo, release in demo_releases(web_url=self.web_url).items():
-            self.publish(repo, release)
+            self.publish(repo, release, files.get(repo))
         return self
 
     def published(self) -> dict[str, dict[str, Any]]:

@@ -8,8 +8,15 @@ AppImage, a deb and an rpm, the ``.sig`` of each file the updater uses, and ``la
 The names are the bundler's and tauri-action's (``craft_apps.github.tauri_names`` lists their
 sources), with GitHub's renaming of spaces to dots. ``files`` holds the bytes of the small
 files (each ``.sig`` and ``latest.json``) for the stand-in to serve; their ``size`` and
-``digest`` are those bytes'. A signature is a stand-in (not minisign) unless ``signatures``
-gives it. Identical arguments give an identical release.
+``digest`` are those bytes'. ``contents`` gives the bytes of installers too (the demo's small
+bundles), served and sized the same way. A signature is a stand-in (not minisign) unless
+``signatures`` gives it. Identical arguments give an identical release.
+
+``SecretKey`` signs as Tauri's signer does: minisign, prehashed (``ED``: Ed25519 over the file's
+BLAKE2b-512), the untrusted comment ``signature from tauri secret key``, the trusted comment
+``timestamp:<unix s>\tfile:<name>``, the ``.sig`` being that signature file in base64. It reads
+a key made without a password (``minisign -G -W``) and writes what ``minisign -S`` writes, byte
+for byte (Ed25519 is deterministic), so ``minisign -V`` checks it.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from craft_apps.conf import DEFAULT_GITHUB_API_URL, DEFAULT_GITHUB_WEB_URL
 from craft_apps.kernel.compat import UTC
@@ -75,20 +84,22 @@ def tauri_action_release(
     *,
     tag_prefix: str = "artcraft-v",
     signatures: Mapping[str, str] | None = None,
+    contents: Mapping[str, bytes] | None = None,
     web_url: str = DEFAULT_GITHUB_WEB_URL,
     api_url: str = DEFAULT_GITHUB_API_URL,
 ) -> TauriRelease:
     """The release of ``product`` (its ``productName``) at ``version`` in ``repo``;
-    ``signatures`` maps a signed file's name to its ``.sig`` text."""
+    ``signatures`` maps a signed file's name to its ``.sig`` text, ``contents`` an installer's
+    name to its bytes."""
     web_url, api_url = web_url.rstrip("/"), api_url.rstrip("/")
     tag = f"{tag_prefix}{version}"
-    names = _Names(product, version)
+    names = TauriNames(product, version)
     release_id = _number(repo, tag, "release", 150_000_000, 260_000_000)
     created = published_at - timedelta(minutes=41)
     downloads = f"{web_url}/{repo}/releases/download/{tag}/"
     files = _small_files(names, created, downloads, signatures or {})
-    sized: list[tuple[str, int, bytes | None]] = [
-        (names.of(p), size + _number(repo, tag, p, 0, _MIB), None) for p, size in INSTALLERS
+    sized = [
+        _installer(names.of(p), size + _number(repo, tag, p, 0, _MIB), contents) for p, size in INSTALLERS
     ]
     sized += [(name, len(content), content) for name, content in files.items()]
     assets = [
@@ -113,11 +124,17 @@ def tauri_action_release(
         "zipball_url": f"{api_url}/repos/{repo}/zipball/{tag}",
         "body": _BODY,
     }
-    return TauriRelease(release, files)
+    return TauriRelease(release, {**files, **(contents or {})})
+
+
+def _installer(name: str, size: int, contents: Mapping[str, bytes] | None) -> tuple[str, int, bytes | None]:
+    """An installer's name, size and bytes (None: not served, a realistic size)."""
+    content = (contents or {}).get(name)
+    return (name, size, None) if content is None else (name, len(content), content)
 
 
 def _small_files(
-    names: _Names, created: datetime, downloads: str, signatures: Mapping[str, str]
+    names: TauriNames, created: datetime, downloads: str, signatures: Mapping[str, str]
 ) -> dict[str, bytes]:
     """The ``.sig`` of each file the updater uses, and ``latest.json`` naming them."""
     files: dict[str, bytes] = {}
@@ -139,7 +156,9 @@ def _small_files(
 
 
 @dataclass(frozen=True)
-class _Names:
+class TauriNames:
+    """The names tauri-action uploads a product's files under, at one version."""
+
     product: str
     version: str
 
@@ -199,3 +218,44 @@ def _number(repo: str, tag: str, part: str, low: int, high: int) -> int:
 
 def _timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+UNTRUSTED_COMMENT = "signature from tauri secret key"
+_KEY_BYTES = 158  # algorithm, KDF, checksum algorithm, salt, limits, key id, key, checksum
+
+
+@dataclass(frozen=True)
+class SecretKey:
+    """A minisign secret key stored without a password."""
+
+    key_id: bytes  # 8 bytes, as the public key and every signature name it
+    private: Ed25519PrivateKey
+
+    @classmethod
+    def from_text(cls, text: str) -> SecretKey:
+        """Reads the text of a secret key file written by ``minisign -G -W``."""
+        raw = base64.b64decode(text.splitlines()[1], validate=True)
+        if len(raw) != _KEY_BYTES or raw[:2] != b"Ed" or raw[2:4] != b"\0\0":
+            raise ValueError("not a minisign Ed25519 secret key stored without a password")
+        return cls(raw[54:62], Ed25519PrivateKey.from_private_bytes(raw[62:94]))
+
+    def public_key(self) -> str:
+        """The public key as ``minisign -P`` takes it (the second line of the ``.pub`` file)."""
+        public = self.private.public_key().public_bytes_raw()
+        return base64.b64encode(b"Ed" + self.key_id + public).decode("ascii")
+
+    def signature_file(self, data: bytes, trusted_comment: str, untrusted_comment: str) -> str:
+        """The text of the ``.minisig`` file ``minisign -S`` writes for ``data``."""
+        signature = self.private.sign(hashlib.blake2b(data, digest_size=64).digest())
+        trusted = self.private.sign(signature + trusted_comment.encode())
+        return (
+            f"untrusted comment: {untrusted_comment}\n"
+            f"{base64.b64encode(b'ED' + self.key_id + signature).decode('ascii')}\n"
+            f"trusted comment: {trusted_comment}\n"
+            f"{base64.b64encode(trusted).decode('ascii')}\n"
+        )
+
+    def tauri_signature(self, data: bytes, name: str, timestamp: int) -> str:
+        """The ``.sig`` text Tauri writes for ``data`` uploaded as ``name``."""
+        text = self.signature_file(data, f"timestamp:{timestamp}\tfile:{name}", UNTRUSTED_COMMENT)
+        return base64.b64encode(text.encode()).decode("ascii")

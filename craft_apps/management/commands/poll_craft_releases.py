@@ -2,14 +2,16 @@
 
 The first SIGTERM or SIGINT lets the request in flight finish (for at most 1.5 s) and exits 0; a
 second exits 130 at once (``polling.stopping``). ``--once`` runs one round without the start-up
-delay and exits. Configuration errors stop it with a message naming the setting, before anything
-else happens.
+delay and exits; on a terminal it shows the round's progress (``Polling GitHub: 3/13 apps``) on
+stderr. Configuration errors stop it with a message naming the setting, before anything else
+happens.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -59,11 +61,14 @@ class Command(BaseCommand):
         if not app_settings.POLLING_ENABLED:
             logger.info("Craft app release polling is disabled (%s); exiting.", describe("POLLING_ENABLED"))
             return
+        progress = self._progress() if options["once"] else None
         runner = PollerRunner(
             make_source=GitHubClient.from_settings,
             # The apps on beta or with a release control need GitHub's release list (their history).
             needs_history=HistoryApps(),
-            options=RunnerOptions(once=bool(options["once"]), startup_delay=not options["no_startup_delay"]),
+            options=RunnerOptions(
+                once=bool(options["once"]), startup_delay=not options["no_startup_delay"], progress=progress
+            ),
         )
         # The CDN purge (docs/cdn.md): a thread of its own, acting while this process holds the lease.
         purger = None if options["once"] else purger_from_settings(lambda: _holds_lease(runner))
@@ -75,12 +80,27 @@ class Command(BaseCommand):
         finally:
             if purger is not None:
                 purger.stop()
+            if progress is not None:
+                progress.finish()
         if status == EXIT_STALE:
             raise CommandError(
                 "some apps are out of date after failed requests; see above.", returncode=status
             )
         if status != EXIT_OK:
             raise CommandError(f"the poller stopped with status {status}; see the log above.")
+
+    def _progress(self) -> RoundProgress | None:
+        """The round's progress on stderr when it is a terminal."""
+
+        def write(text: str) -> None:
+            self.stderr.write(text, style_func=_plain, ending="")  # not in the error style
+            self.stderr.flush()
+
+        return progress_on(self.stderr, write)
+
+
+def _plain(text: str) -> str:
+    return text
 
 
 def _holds_lease(runner: PollerRunner) -> bool:
@@ -98,3 +118,30 @@ def _configure_logging(verbosity: int) -> None:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
+
+
+class RoundProgress:
+    """Writes ``Polling GitHub: <done>/<due> apps`` over itself, ending the line at the last app."""
+
+    def __init__(self, write: Callable[[str], object]) -> None:
+        self._write = write
+        self._open = False  # a line was started and not ended
+
+    def __call__(self, done: int, due: int) -> None:
+        self._open = done < due
+        self._write(f"\rPolling GitHub: {done}/{due} apps" + ("" if self._open else "\n"))
+
+    def finish(self) -> None:
+        """Ends the line when the round stopped before its last app."""
+        if self._open:
+            self._open = False
+            self._write("\n")
+
+
+def progress_on(stream: object, write: Callable[[str], object]) -> RoundProgress | None:
+    """Progress written with ``write`` when ``stream`` is a terminal (its ``isatty()`` says so);
+    None otherwise."""
+    isatty = getattr(stream, "isatty", None)
+    if not callable(isatty) or not isatty():
+        return None
+    return RoundProgress(write)
