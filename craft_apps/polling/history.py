@@ -5,8 +5,9 @@ added (by tag, replacing an older copy), so a host knows recent releases even wh
 for the list; and because ``/releases/latest`` is the newest published stable release, a
 stable release in the history published after it is no longer published as stable (deleted,
 made a draft, or made a prerelease) and is removed. GitHub's release list, asked only for the
-apps that need history, replaces the history whole (a deleted release leaves it) and then takes
-the latest in too. The history is kept newest first, at most ``depth`` releases. Pure functions.
+apps that need history and once per new release of every app (``ListsOwed``), replaces the
+history whole (a deleted release leaves it) and then takes the latest in too. The history is
+kept newest first, at most ``depth`` releases. Pure functions and bookkeeping: no I/O.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.domain import Release, newest_first
+from craft_apps.kernel.domain import HistoryFetch, Release, newest_first
 
 DEFAULT_DEPTH = 20  # GitHub's release list is asked with per_page=20: the last 20 releases
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -40,3 +41,48 @@ def from_list(
     """The history GitHub's release list gives, with the latest release taken in."""
     history = newest_first(listed)[:depth]
     return history if latest is None else with_latest(history, latest, depth)
+
+
+def never_listed(fetch: HistoryFetch | None, repo: str) -> bool:
+    """Whether an app's history never came from the release list of ``repo``."""
+    return fetch is None or fetch.fetched_ms is None or fetch.repo != repo
+
+
+class ListsOwed:
+    """Which apps owe GitHub's release list a request, so a host knows each app's recent
+    releases before a release control needs them (a yank of the latest falls back to the one
+    before).
+
+    An app with a latest release owes one when its history never came from the list (a host
+    started recently, a state file of an older version), or when this host took in a latest
+    release its history didn't hold (a new release, from GitHub or from the fleet) since the
+    list it holds. The poller asks the list right after the app's next latest: one request per
+    new release, not per interval; a host that doesn't ask takes the list the fleet shares.
+    """
+
+    def __init__(self) -> None:
+        self._new_since: dict[str, int] = {}  # app -> when its newest unlisted latest was fetched
+        self._started_ms: int | None = None
+
+    def started_ms(self, now_ms: int) -> int:
+        """The instant of this poller's first tick (``now_ms`` at the first call)."""
+        if self._started_ms is None:
+            self._started_ms = now_ms
+        return self._started_ms
+
+    def saw_new(self, key: str, fetched_ms: int | None) -> None:
+        """The app's latest release, fetched at ``fetched_ms``, is not in its history."""
+        self._new_since[key] = max(self._new_since.get(key, 0), fetched_ms or 0)
+
+    def listed(self, key: str, fetched_ms: int | None = None) -> None:
+        """A release list came in: this host's own (no time), or the fleet's fetched at
+        ``fetched_ms``, which settles a new release fetched no later (on the same host's clock)."""
+        since = self._new_since.get(key)
+        if since is not None and (fetched_ms is None or fetched_ms >= since):
+            del self._new_since[key]
+
+    def owes(self, key: str, latest: Release | None, fetch: HistoryFetch | None, repo: str) -> bool:
+        """Whether the app's release list is to be asked with its next latest."""
+        if latest is None:
+            return False  # no release, nothing to fall back to
+        return key in self._new_since or never_listed(fetch, repo)

@@ -99,6 +99,9 @@ class PollConfig:
     max_backoff_ms: int
     web_url: str = DEFAULT_GITHUB_WEB_URL  # where release pages and files must be (``GITHUB_WEB_URL``)
     history_depth: int = history.DEFAULT_DEPTH  # releases kept per app; the list's per_page
+    # Every app's release list, once per new release and at start-up (``history.ListsOwed``);
+    # off, only the apps that need history have it.
+    history_for_every_app: bool = False
 
 
 @dataclass
@@ -137,6 +140,7 @@ class Poller:
         self.history: dict[str, tuple[Release, ...]] = {}
         self.history_fetch: dict[str, HistoryFetch] = {}
         self._history_unpublished: set[str] = set()
+        self.lists = history.ListsOwed()  # every app's list, once per new release (polling.history)
         self.rules: ReleaseRules = github  # judges stored releases again (``_rejudged``)
         self.host = host
         self.controls_relay = ControlsRelay(host.state_dir)  # the controls, for the whole fleet
@@ -157,6 +161,10 @@ class Poller:
             github if isinstance(github, UpdaterSource) else None, config.interval_ms, config.max_backoff_ms
         )
         self._unpublished: set[str] = set()
+        # Apps answered this round whose updater files are read after it (True: with its history),
+        # and the answers shared with the fleet once they are.
+        self._updater_owed: dict[str, bool] = {}
+        self._share_owed: dict[str, Fetched | NotModified] = {}
         self._backoff_unpublished = False
         self._write_trouble = False  # logged once until a write succeeds again
         self._foreign_reported: dict[str, str | None] = {}  # app key -> the other repository logged
@@ -247,25 +255,27 @@ class Poller:
                 self.on_asked(done, len(due))
             if isinstance(outcome, RateLimited):
                 break  # the rest of the round would be refused too
-            if app.key in self.needs_history() and not self._ask_list(app, mode, report):
+            if self._owes_list(app.key) and not self._ask_list(app, mode, report):
                 break
-        return mode
+        return self._read_updater_files(mode)
 
     def _ask_first_lists(self, now_ms: int) -> None:
-        """An app that came to need history (a release control, beta turned on) whose history
-        never came from GitHub's list (here or from the fleet) is asked for at once, as a
-        refresh is: the fleet's claim makes one host ask its latest and its list, at this tick
-        rather than at its next due round, so a yank of its latest falls back to the release
-        before within a tick. ``needs_history`` gives the instants with its ``since`` (the
-        database's ``HistoryApps`` does); without it nothing is asked ahead."""
+        """An app with a release whose history never came from GitHub's list (here or from the
+        fleet) is asked for at once, as a refresh marked at this poller's first tick is: the
+        fleet's claim makes one host ask its latest and its list, now rather than at its next
+        due round, so a host that started recently knows the releases a yank falls back to. An
+        app that came to need history (a release control, beta turned on) is marked at the
+        instant its need was written, when ``needs_history`` gives them with its ``since`` (the
+        database's ``HistoryApps`` does)."""
+        started_ms = self.lists.started_ms(now_ms)
+        marks = {key: started_ms for key in self._repos if self._owes_list(key, needs=frozenset())}
         since = getattr(self.needs_history, "since", None)
-        if not callable(since):
-            return  # a set without times (the benchmarks', the tests'): asked when due
-        self.needs_history()  # reads anew when its last read is old, as every round's ask
-        for key, needed_ms in since().items():
-            fetch = self.history_fetch.get(key)
+        if callable(since):
+            self.needs_history()  # reads anew when its last read is old, as every round's ask
+            marks.update(since())
+        for key, needed_ms in marks.items():
             repo = self._repos.get(key)
-            if repo is None or (fetch is not None and fetch.fetched_ms is not None and fetch.repo == repo):
+            if repo is None or not history.never_listed(self.history_fetch.get(key), repo):
                 continue
             # As a refresh marked at the instant the need was written: a request about the app
             # started since, by any host (its claim), answers it; one host of the fleet asks.
@@ -304,13 +314,16 @@ class Poller:
             self.history_fetch[app.key] = HistoryFetch(outcome.etag, now_ms, app.repo)
         else:
             self.history_fetch[app.key] = replace(self.history_fetch[app.key], fetched_ms=now_ms)
+        self.lists.listed(app.key)
         self._filled_history(app.key, now_ms)
+        self._updater_owed[app.key] = True
         self._history_unpublished.add(app.key)
         self._publish()
         if app.key not in self._history_unpublished:
             _count(report.saved, outcome)
-        if mode is PollMode.COORDINATED and self.shared is not None:
-            self._share_history(self.shared, app.key, now_ms)
+        reads_due = any(self.updater_files.due(r, now_ms) for r in self.history.get(app.key, ()))
+        if mode is PollMode.COORDINATED and self.shared is not None and not reads_due:
+            self._share_history(self.shared, app.key, now_ms)  # else after its updater files
         return True
 
     def _share_history(self, shared: SharedStore, key: str, now_ms: int) -> None:
@@ -342,11 +355,23 @@ class Poller:
             self._history_unpublished.add(key)
         return True
 
+    def _owes_list(self, key: str, needs: frozenset[str] | None = None) -> bool:
+        """Whether the app's release list is asked with its latest: it needs history (``needs``,
+        ``needs_history()`` when not given), or it owes one (``history.ListsOwed``)."""
+        if key in (self.needs_history() if needs is None else needs):
+            return True
+        if not self.config.history_for_every_app:
+            return False
+        fetch = self.history_fetch.get(key) if key in self.history else None
+        return self.lists.owes(key, self.memory[key].latest_release, fetch, self._repos[key])
+
     def _see_latest(self, key: str, release: Release | None) -> None:
         """Every release seen through ``/releases/latest`` goes into the app's history."""
         if release is None:
             return
         before = self.history.get(key, ())
+        if all(known.tag != release.tag for known in before):
+            self.lists.saw_new(key, self.memory[key].fetched_ms)
         after = history.with_latest(before, release, self.config.history_depth)
         if after != before:
             self.history[key] = after
@@ -360,8 +385,9 @@ class Poller:
         now_ms = self.clock.now_ms()
         self.redis_log.succeeded(RedisOperation.READ, now_ms)
         foreign = self._merge_entry(key, entries[0])
+        self._publish()  # another host's answer read here is served now, even if this host skips
         self.backoff = backoff
-        if backoff.is_active(now_ms):
+        if self.fence_lost or backoff.is_active(now_ms):
             return Turn.STOP
         requested = self._requested_due(key, now_ms)
         if not requested and not self._is_due(key, now_ms):
@@ -390,15 +416,20 @@ class Poller:
             )
             return mode
         self._remember(app, outcome, now_ms)
-        filled = not isinstance(outcome, Failed) and self._fill_updater(app.key, now_ms)
+        if not isinstance(outcome, Failed):
+            self._updater_owed.setdefault(app.key, False)
         self._unpublished.add(app.key)
         self._publish()
         if app.key not in self._unpublished:
             _count(report.saved, outcome)
         if mode is not PollMode.COORDINATED or self.shared is None:
             return mode
+        latest = self.memory[app.key].latest_release
+        if isinstance(outcome, Fetched | NotModified) and latest and self.updater_files.due(latest, now_ms):
+            self._share_owed[app.key] = outcome  # shared with its updater files, after the round
+            return mode
         try:
-            self._share(self.shared, app.key, outcome, now_ms, filled=filled)
+            self._share(self.shared, app.key, outcome, now_ms)
         except RedisTrouble as err:
             self.redis_log.failed(err, now_ms)
             return PollMode.STANDALONE
@@ -438,20 +469,65 @@ class Poller:
         self._see_latest(key, filled)
         return True
 
-    def _filled_history(self, key: str, now_ms: int) -> None:
+    def _filled_history(self, key: str, now_ms: int, budget: int = 0) -> bool:
         """The app's history with the updater files known for each release, and read for at
-        most ``RELEASES_PER_ROUND`` releases that have some not read yet, newest first."""
-        budget = RELEASES_PER_ROUND
+        most ``budget`` releases that have some not read yet, newest first, up to the first
+        read that fails. True when the history changed."""
         releases = []
         for release in self.history.get(key, ()):
             release = self.updater_files.carried(release)
             if budget and self.updater_files.due(release, now_ms):
-                budget -= 1
-                release = self.updater_files.fill(key, release, now_ms) or release
+                filled = self.updater_files.fill(key, release, now_ms)
+                budget = budget - 1 if filled is not None else 0
+                release = filled or release
             releases.append(release)
         if key in self.history and tuple(releases) != self.history[key]:
             self.history[key] = tuple(releases)
             self._history_unpublished.add(key)
+            return True
+        return False
+
+    def _read_updater_files(self, mode: PollMode) -> PollMode:
+        """Reads the updater files of the apps the round answered, once every answer is
+        published, so a stalled download holds back no other app's release: the latest
+        release's, then (when its list was asked) up to ``RELEASES_PER_ROUND`` of its
+        history's. An app's first failed read ends its reads for the round. With the fleet, an
+        app whose files were due is shared now, with them."""
+        owed, self._updater_owed = self._updater_owed, {}
+        shares, self._share_owed = self._share_owed, {}
+        for key, with_history in owed.items():
+            if self.fence_lost or not self.still_leader():
+                break
+            now_ms = self.clock.now_ms()
+            latest = self.memory[key].latest_release
+            due = latest is not None and self.updater_files.due(latest, now_ms)
+            filled = self._fill_updater(key, now_ms)
+            budget = RELEASES_PER_ROUND if with_history and (filled or not due) else 0
+            self._filled_history(key, now_ms, budget)
+            if filled:
+                self._unpublished.add(key)
+            self._publish()
+            mode = self._share_read(key, shares.get(key), with_history, mode)
+        return mode
+
+    def _share_read(
+        self, key: str, outcome: Fetched | NotModified | None, with_history: bool, mode: PollMode
+    ) -> PollMode:
+        """Shares what waited for the app's updater files: its answer and its history."""
+        if mode is not PollMode.COORDINATED or self.shared is None:
+            return mode
+        now_ms = self.clock.now_ms()
+        if outcome is not None:
+            try:
+                answered_ms = self.memory[key].fetched_ms or now_ms
+                self._share(self.shared, key, outcome, answered_ms, filled=True)
+            except RedisTrouble as err:
+                self.redis_log.failed(err, now_ms)
+                return PollMode.STANDALONE
+            self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
+        if with_history:
+            self._share_history(self.shared, key, now_ms)
+        return mode
 
     def _share(
         self,
@@ -464,8 +540,8 @@ class Poller:
     ) -> None:
         """Shares an answer just taken into memory with the fleet. A 200 or a 304 goes with what
         this host holds now, the store deciding how much of it to write (after a 304, the whole
-        entry only when Redis has none it can read, or when the release just got its updater
-        files); a failure with its count in a row."""
+        entry only when Redis has none it can read, or after the release's updater files were
+        read); a failure with its count in a row."""
         kept = self.memory[key]
         if isinstance(outcome, Fetched) or filled:
             shared.write_fetched(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
@@ -522,7 +598,7 @@ class Poller:
         for key, entry in zip(keys, entries, strict=True):
             self._merge_entry(key, entry)
         needs = self.needs_history()
-        self._merge_shared_histories([key for key in keys if every_history or key in needs])
+        self._merge_shared_histories([key for key in keys if every_history or self._owes_list(key, needs)])
         if backoff != self.backoff:
             self.backoff = backoff
             self._backoff_unpublished = True
@@ -557,6 +633,7 @@ class Poller:
             if held and mine is not None and not newer_wins(mine.fetched_ms, fetch.fetched_ms, min_gap_ms=1):
                 continue
             if self._take_history(key, releases, fetch):
+                self.lists.listed(key, fetch.fetched_ms)
                 self._history_unpublished.add(key)
                 self._see_latest(key, self.memory[key].latest_release)
 

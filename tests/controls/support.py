@@ -137,15 +137,19 @@ def host_poller(
     needs_history: Callable[[], frozenset[str]],
     shared: SharedStore | None = None,
     apps: tuple[AppSpec, ...] = (PHOTOCRAFT,),
+    every_app: bool = False,
 ) -> Poller:
-    """A host's poller in this process, holding its state directory's lease, asking the stand-in."""
+    """A host's poller in this process, holding its state directory's lease, asking the stand-in
+    (with ``every_app``, keeping every app's history: ``PollConfig.history_for_every_app``)."""
     store = StateStore(state_dir)
     store.open_for_writing()
     lease = Lease(store, holder=state_dir.name, clock=clock)
     assert lease.try_acquire() and lease.fence is not None
     client = GitHubClient(api_url=github.url, web_url="https://github.com", token=None, clock=clock)
     poller = Poller(
-        config=PollConfig(apps, interval_ms=1800 * S, max_backoff_ms=14_400 * S),
+        config=PollConfig(
+            apps, interval_ms=1800 * S, max_backoff_ms=14_400 * S, history_for_every_app=every_app
+        ),
         github=client,
         host=store,
         fence=lease.fence,

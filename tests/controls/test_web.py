@@ -113,6 +113,31 @@ def test_a_yank_of_the_latest_of_an_app_without_history_serves_the_release_befor
     assert answer(client).latest == "v1.2.0"
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_yank_of_the_latest_with_the_poller_stopped_serves_the_release_before_never_null(
+    web: Path, github: FakeGitHub, fake_clock: FakeClock
+):
+    """A poller keeping every app's history asks its release list with its first latest, so an
+    app with no control and no beta knows the release before its latest: a yank saved while the
+    poller is stopped serves it from the first answer after the save, on every channel."""
+    needs = HistoryApps(monotonic=lambda: fake_clock.now_ms() / 1000)
+    poller = host_poller(web, github, fake_clock, needs, every_app=True)
+    poller.tick()
+    require([r.tag for r in poller.history["photocraft"]] == ["v1.3.0", "v1.2.0", "v1.1.0"], "listed")
+    del poller  # the poller stops: nothing is asked of GitHub after the yank
+    asked = len(github.requests)
+    client = Client()
+    require(answer(client).latest == "v1.3.0", "served before the yank")
+    yank("v1.3.0")
+    for _ in range(3):
+        for query in ("", "?channel=beta"):
+            yanked = answer(client, query)
+            assert (yanked.fetched, yanked.latest) == (True, "v1.2.0"), query
+            assert not yanked.mentions("v1.3.0"), query
+        fake_clock.advance(30)
+    assert len(github.requests) == asked
+
+
 class NeedsSince:
     """What ``HistoryApps`` gives a poller: the apps that need history, and since when."""
 
