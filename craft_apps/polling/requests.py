@@ -1,11 +1,14 @@
 """What one poller knows of the refreshes asked for ahead of schedule, app by app.
 
 A mark (from Redis or the host's state file) is taken once: a mark no newer than one already
-taken is old news. A taken refresh is pending until a request about the app started at or after
-it was asked for (this host's own, or another host's claim), and ``schedule.requested_due``
-decides when a pending one makes the app due. When another host won the claim, this one waits
-for that host's answer instead of asking. Times of another host's clock that lie ahead of this
-one count as now, so a receiving host whose clock runs ahead can't keep a refresh pending.
+taken is old news. A taken refresh is pending until this host started a request about the app
+at or after it was asked for, or until another host's answer to such a request is here (a
+fetch, a 304 or a failure no older than that host's claim): knowing the claim alone is not
+enough, so a host that lost the claim keeps looking every second and serves the winner's answer
+at its first look after it lands. ``schedule.requested_due`` decides when a pending refresh
+makes the app due; while another host's claim awaits its answer (``REFRESH_GAP_MS`` from when
+this host learnt of it), this one doesn't ask. Times of another host's clock that lie ahead of
+this one count as now, so a receiving host whose clock runs ahead can't keep a refresh pending.
 """
 
 from __future__ import annotations
@@ -45,17 +48,22 @@ class RefreshRequests:
     ) -> bool:
         """Whether a pending refresh makes ``app`` due now (``last_claim_ms``: the newest claim
         of it the fleet's store knows of, None alone; ``last_answer_ms``: the app's last fetch or
-        failure, as the state file keeps it); forgets one that was answered."""
+        failure, by any host, as this host holds it); forgets one that was answered."""
         requested = self._pending.get(app)
         if requested is None:
             return False
-        last_asked = max(
-            (t for t in (self._asked.get(app), last_claim_ms) if t is not None),
-            default=None,
-        )
-        if last_asked is not None and last_asked >= requested:
-            self._answered(app)
+        asked = self._asked.get(app)
+        if asked is not None and asked >= requested:
+            self._answered(app)  # this host's own request: its answer is taken as it comes
             return False
+        last_asked = asked
+        if last_claim_ms is not None and last_claim_ms >= requested:
+            if last_answer_ms is not None and last_answer_ms >= last_claim_ms:
+                self._answered(app)  # another host asked, and its answer is here
+                return False
+            self.claimed_elsewhere(app, now_ms, renew=False)
+        elif last_claim_ms is not None:
+            last_asked = last_claim_ms if asked is None else max(asked, last_claim_ms)
         if self._held_until.get(app, 0) > now_ms:
             return False
         return requested_due(requested, last_asked, backoff, now_ms, last_answer_ms)
@@ -66,9 +74,11 @@ class RefreshRequests:
         if self._pending.get(app, now_ms + 1) <= now_ms:
             self._answered(app)
 
-    def claimed_elsewhere(self, app: str, now_ms: int) -> None:
-        """Another host holds the claim: wait for its answer, and ask only if none comes."""
-        self._held_until[app] = now_ms + REFRESH_GAP_MS
+    def claimed_elsewhere(self, app: str, now_ms: int, *, renew: bool = True) -> None:
+        """Another host holds the claim: wait for its answer, and ask only if none comes within
+        ``REFRESH_GAP_MS`` (from now; ``renew=False`` keeps a wait already under way)."""
+        if renew or app not in self._held_until:
+            self._held_until[app] = now_ms + REFRESH_GAP_MS
 
     def awaiting(self, now_ms: int) -> bool:
         """Whether a refresh taken less than ``PATIENCE_MS`` ago is still unanswered."""
