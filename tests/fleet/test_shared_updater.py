@@ -17,7 +17,8 @@ from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.domain import AppSpec, PollMode
+from craft_apps.kernel.domain import AppSpec, PollMode, Release
+from craft_apps.kernel.source import UpdaterOutcome, UpdaterSource
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
@@ -81,3 +82,34 @@ def test_a_second_host_serves_the_updater_files_without_downloading(
     assert report.round.unchanged == 1
     assert downloads(github) == []
     assert [r.status for r in github.requests] == [304]
+
+
+def test_with_the_fleet_a_release_is_shared_once_with_the_updater_files_read_after_the_round(
+    github: FakeGitHub, redis_client: redis.Redis, tmp_path: Path, fake_clock: FakeClock
+):
+    """The files are read after the round's answers are published; the fleet gets the release
+    once they are read (a release cached without them would never get them), whole."""
+    first = host("host-a", tmp_path, fake_clock, github, redis_client)
+    second = host("host-b", tmp_path, fake_clock, github, redis_client)
+    read = first.updater_files.source
+    assert read is not None
+    source: UpdaterSource = read
+    during: list[object] = []
+
+    class SecondHostTicksMeanwhile:
+        def updater_downloads(self, release: Release) -> int:
+            return source.updater_downloads(release)
+
+        def fetch_updater(self, release: Release) -> UpdaterOutcome:
+            during.append(first.host.read().apps["artcraft"].latest_release is not None)
+            second.tick()
+            during.append(second.host.read().apps.get("artcraft"))
+            return source.fetch_updater(release)
+
+    first.updater_files.source = SecondHostTicksMeanwhile()
+    first.tick()
+    assert during == [True, None], "host-a serves it at once; the fleet waits for its files"
+    second.tick()
+    served = second.host.read().apps["artcraft"].latest_release
+    assert served is not None and len(served.updater) == len(UPDATER_KEYS)
+    assert len(downloads(github)) == 1, "host-b downloads nothing"

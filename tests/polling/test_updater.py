@@ -11,6 +11,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+import requests
 import responses
 from django.core.management import call_command
 from django.test import Client
@@ -20,14 +21,14 @@ from craft_apps.host.counters import read_counters
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.domain import AppSpec
+from craft_apps.kernel.domain import AppSpec, AppState
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.polling.tally import Tally
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.tauri_release import UPDATER_KEYS, TauriRelease, tauri_action_release
 from tests.api.support import TOKEN, scrape
 from tests.polling.hosts import API, APPS, Host, release_json, url
-from tests.support import S
+from tests.support import PHOTOCRAFT, S
 
 ARTCRAFT = AppSpec("artcraft", "ArtCraft", "storytold/artcraft")
 LATEST = f"{API}/repos/{ARTCRAFT.repo}/releases/latest"
@@ -213,3 +214,44 @@ def test_the_history_of_an_app_that_needs_it_gets_updater_files_too(host: Host, 
     assert [r.tag for r in history] == ["artcraft-v0.37.0", "artcraft-v0.36.0"]
     assert all(len(r.updater) == len(UPDATER_KEYS) for r in history)
     assert sorted(downloads()) == sorted(manifest_url(b) for b in (older, newer)), "each release once"
+
+
+@responses.activate
+def test_a_hanging_latest_json_holds_back_no_other_apps_release(state_dir: Path, fake_clock: FakeClock):
+    """ArtCraft is asked first and its latest.json hangs; PhotoCraft's new release is in the
+    state file before that download starts, so whatever the download does it waits for nothing."""
+    host = Host(state_dir, fake_clock, apps=(ARTCRAFT, PHOTOCRAFT))
+    built = published()
+    responses.get(LATEST, json=built.release, headers={"ETag": '"e1"'})
+    responses.get(url(PHOTOCRAFT), json=release_json(PHOTOCRAFT, "0.6.0"))
+    seen_while_hanging: list[dict[str, str | None]] = []
+
+    def hang(request: object) -> tuple[int, dict[str, str], bytes]:
+        saved = host.store.read().apps
+        seen_while_hanging.append({key: _tag(state) for key, state in saved.items()})
+        raise requests.ReadTimeout("the download stalled")  # as the deadline ends it
+
+    responses.add_callback(responses.GET, manifest_url(built), callback=hang)
+    report = host.poller.tick()
+    assert seen_while_hanging == [{"artcraft": "artcraft-v0.37.0", "photocraft": "v0.6.0"}]
+    assert report.round.fetched == 2 and report.saved.fetched == 2
+    assert host.saved("artcraft").latest_release is not None
+    assert host.poller.updater_files.take_tally().failed == 1
+
+
+def _tag(state: AppState) -> str | None:
+    return None if state.latest_release is None else state.latest_release.tag
+
+
+@responses.activate
+def test_an_apps_first_failed_read_ends_its_reads_for_the_round(host: Host, state_dir: Path):
+    older, newer = published("0.36.0"), published("0.37.0")
+    older.release["published_at"] = "2026-11-01T10:00:00Z"
+    poller = host.poller
+    poller.needs_history = lambda: frozenset({"artcraft"})
+    responses.get(LATEST, json=newer.release)
+    responses.get(f"{API}/repos/{ARTCRAFT.repo}/releases", json=[newer.release, older.release])
+    responses.get(manifest_url(newer), status=503)
+    responses.get(manifest_url(older), body=older.files["latest.json"])
+    poller.tick()
+    assert downloads() == [manifest_url(newer)], "the history's release waits for the next round"
