@@ -4,7 +4,8 @@
 - ``sender``: one purge request over HTTP, with its timeout; the token is added here only.
 - ``guard``: a Redis key per change, so one poller of the fleet purges it, not every host.
 - ``purger``: the thread that looks at the answers, purges what changed with retries and
-  backoff, and records the outcome in the host's state file.
+  backoff, each URL on its own, and records the outcome in the host's state file.
+- ``jobs``: the few threads the purge requests are sent on, side by side.
 - ``wiring``: that thread made from the settings, reading the answers through a runtime.
 
 It reads the answers as a web process makes them (``api.runtime``), so it sits above the HTTP

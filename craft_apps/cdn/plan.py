@@ -34,12 +34,14 @@ def changed_paths(before: Mapping[str, str], now: Mapping[str, str]) -> tuple[st
 
 @dataclass(frozen=True)
 class PurgeRequest:
-    """One request to the CDN. ``headers`` hold no secret: the sender adds the token."""
+    """One request to the CDN. ``headers`` hold no secret: the sender adds the token.
+    ``drops`` says what it drops, for the log line."""
 
     method: str
     url: str
     headers: tuple[tuple[str, str], ...] = ()
     body: bytes | None = None
+    drops: str = ""
 
 
 class Refused(str):
@@ -58,19 +60,29 @@ def requests_for(target: PurgeTarget, paths: Iterable[str]) -> tuple[PurgeReques
     if target.method == "BAN":
         prefixes = sorted({RELEASE_INFO for path in paths if path.startswith(RELEASE_INFO)})
         prefixes.append(UPDATER_PREFIX)
-        return tuple(PurgeRequest("BAN", target.url.replace("{path}", prefix), host) for prefix in prefixes)
-    return tuple(PurgeRequest("PURGE", target.url.replace("{path}", path), host) for path in paths)
+        return tuple(
+            PurgeRequest("BAN", target.url.replace("{path}", prefix), host, drops=f"every URL under {prefix}")
+            for prefix in prefixes
+        )
+    return tuple(
+        PurgeRequest("PURGE", target.url.replace("{path}", path), host, drops=path) for path in paths
+    )
 
 
 def _cloudflare(target: PurgeTarget, paths: tuple[str, ...]) -> tuple[PurgeRequest, ...]:
     """Cloudflare's purge by URL, ``CLOUDFLARE_FILES_PER_CALL`` URLs a call. Its purge by
     prefix is not on every plan, so the updater paths are left to age out."""
     url = f"{target.url}/zones/{target.zone}/purge_cache"
-    files = [target.public_url + path for path in paths]
-    chunks = [
-        files[at : at + CLOUDFLARE_FILES_PER_CALL] for at in range(0, len(files), CLOUDFLARE_FILES_PER_CALL)
-    ]
+    size = CLOUDFLARE_FILES_PER_CALL
+    chunks = [paths[at : at + size] for at in range(0, len(paths), size)]
     headers = (("Content-Type", "application/json"),)
     return tuple(
-        PurgeRequest("POST", url, headers, json.dumps({"files": chunk}).encode()) for chunk in chunks
+        PurgeRequest(
+            "POST",
+            url,
+            headers,
+            json.dumps({"files": [target.public_url + path for path in chunk]}).encode(),
+            drops=", ".join(chunk),
+        )
+        for chunk in chunks
     )

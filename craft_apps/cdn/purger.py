@@ -7,13 +7,16 @@ holding the host's lease purges, and with Redis only the first host of the fleet
 change (``guard``). Its first look only learns what is served: a change made while no poller
 ran ages out as it would without purge.
 
-It purges ``SETTLE_S`` after it saw the change, when every web process of the host serves it.
-A purge request that fails is tried again after a backoff (doubling, with jitter) until it is
-taken, refused for good (a 4xx: ``plan.Refused``), ``Retry.attempts`` tries are spent, or
-``Retry.deadline_s`` passed since the change: by then the CDN's copy (a minute's ``max-age``)
-is due anyway. Giving up is one log line, a counter
-and the time and reason in the host's state file (metrics and ``craft_apps_status``). The
-thread never blocks the poller's round nor a request: they don't wait for it.
+Each request of a change (one per URL, or per ``BAN`` prefix, or per Cloudflare call) is a job
+of its own on a few threads (``jobs``): it waits until ``SETTLE_S`` after the change was seen,
+when every web process of the host serves it, then is sent, and a failure is tried again after a
+backoff (doubling, with jitter) until it is taken, refused for good (a 4xx: ``plan.Refused``),
+``Retry.attempts`` tries are spent, or ``Retry.deadline_s`` passed since the change: by then the
+CDN's copy (a minute's ``max-age``) is due anyway. A URL that hangs or fails holds no other URL
+nor the next look; a newer change of the same URL takes over the older one's retries.
+Each request's outcome is its own log line and counts; giving up also puts the time and reason
+in the host's state file (metrics and ``craft_apps_status``). Neither the poller's round nor a
+web request waits for the purge.
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 from craft_apps.cdn.guard import OnceGuard
+from craft_apps.cdn.jobs import Jobs
 from craft_apps.cdn.plan import PurgeRequest, Refused, changed_paths, requests_for
 from craft_apps.conf import PurgeTarget
 from craft_apps.host.counters import CountersUpdate
@@ -37,6 +43,9 @@ LOOK_S = 1.0  # a change is seen within a second of a web process serving it
 # 2 s (their feeds look every second), so the CDN's next fetch gets the new answer, not the old.
 SETTLE_S = 2.0
 STOP_WAIT_S = 1.5  # as the poller's own stop waits for its request in flight
+# Requests sent at once: a change makes at most three (two channels' URLs, two BAN prefixes, or
+# Cloudflare's calls), so each has a thread, and one more for a newer change's.
+PURGE_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -77,10 +86,14 @@ class Purger:
         self._before: Mapping[str, str] | None = None
         self._look_failed = False
         self._thread: threading.Thread | None = None
+        self._jobs = Jobs(PURGE_THREADS, "craft-apps-cdn-purge-url")
+        self._newest: dict[PurgeRequest, int] = {}  # each request's newest job: older ones stop
+        self._newest_lock = threading.Lock()
         self.stop_event = stop or threading.Event()
 
     def look(self) -> tuple[str, ...]:
-        """One look; purges what changed since the last one. Returns the paths it purged."""
+        """One look; starts purging what changed since the last one (without waiting for it).
+        Returns the paths it purges."""
         try:
             now = dict(self._answers())
         except Exception as err:  # the look reads the state file and the database: never fatal
@@ -99,26 +112,53 @@ class Purger:
         if len(mine) < len(changed):
             others = ", ".join(path for path in changed if path not in mine)
             logger.debug("Craft apps CDN purge: another poller of the fleet purges %s.", others)
-        seen_ms = self._clock.now_ms()
-        if mine and self._clock.sleep(self._retry.settle_s):
-            self.purge(mine, seen_ms)
+        if mine:
+            self.start_purge(mine, self._clock.now_ms(), settle=True)
         return mine
 
     def purge(self, paths: tuple[str, ...], seen_ms: int | None = None) -> bool:
-        """Sends the requests that drop ``paths``, changed at ``seen_ms`` (now if None); False
-        when one was given up."""
-        started_ms = self._clock.now_ms() if seen_ms is None else seen_ms
-        done = [self._send_with_retries(request, started_ms) for request in requests_for(self.target, paths)]
-        if all(done):
-            logger.info("Craft apps CDN purge: dropped %s.", ", ".join(paths))
-        return all(done)
+        """Sends the requests that drop ``paths``, changed at ``seen_ms`` (now if None), and
+        waits for them; False when one was given up."""
+        outcomes = self.start_purge(paths, self._clock.now_ms() if seen_ms is None else seen_ms)
+        return all([outcome.result() for outcome in outcomes])
 
-    def _send_with_retries(self, request: PurgeRequest, started_ms: int) -> bool:
+    def start_purge(self, paths: tuple[str, ...], seen_ms: int, settle: bool = False) -> list[Future[bool]]:
+        """One job per request that drops ``paths``, each sent ``settle_s`` after ``seen_ms``
+        if ``settle``; their outcomes (False: given up)."""
+        due_ms = seen_ms + round(self._retry.settle_s * 1000) if settle else seen_ms
+        outcomes = []
+        for request in requests_for(self.target, paths):
+            with self._newest_lock:
+                number = self._newest[request] = self._newest.get(request, 0) + 1
+            outcomes.append(self._jobs.submit(partial(self._job, request, number, seen_ms, due_ms)))
+        return outcomes
+
+    def finish(self, timeout_s: float) -> bool:
+        """Waits until every purge started is taken or given up; False if one still ran after
+        ``timeout_s``."""
+        return self._jobs.idle(timeout_s)
+
+    def _job(self, request: PurgeRequest, number: int, seen_ms: int, due_ms: int) -> bool:
+        wait_ms = due_ms - self._clock.now_ms()
+        if wait_ms > 0 and not self._clock.sleep(wait_ms / 1000):
+            return False  # stopping: the answer ages out
+        return self._send_with_retries(request, number, seen_ms)
+
+    def _taken_over(self, request: PurgeRequest, number: int) -> bool:
+        """Whether a newer change's job sends ``request`` too: this one's retries aren't needed."""
+        with self._newest_lock:
+            return self._newest[request] != number
+
+    def _send_with_retries(self, request: PurgeRequest, number: int, started_ms: int) -> bool:
         retry, clock = self._retry, self._clock
         delay_s = retry.first_delay_s
         for attempt in range(1, retry.attempts + 1):
+            if attempt > 1 and self._taken_over(request, number):
+                logger.debug("Craft apps CDN purge: a newer change purges %s.", request.drops)
+                return True
             reason = self._send(request)
             if reason is None:
+                logger.info("Craft apps CDN purge: dropped %s.", request.drops)
                 self._note(CountersUpdate(purges={"purged": 1}, purge_ok_ms=clock.now_ms()))
                 return True
             wait_s = delay_s * (0.5 + clock.random())  # jitter: half to one and a half times
@@ -160,9 +200,11 @@ class Purger:
         self._thread.start()
 
     def stop(self) -> None:
-        """Ends the thread and closes its parts. A wait ends at once; a request in flight is
-        waited for at most ``STOP_WAIT_S`` (the thread is a daemon: it never holds the exit)."""
+        """Ends the threads and closes their parts. A wait ends at once; the requests in flight
+        are waited for at most ``STOP_WAIT_S`` (the threads are daemons: none holds the exit)."""
         self.stop_event.set()
         if self._thread is not None:
             self._thread.join(timeout=STOP_WAIT_S)
+        self._jobs.idle(STOP_WAIT_S)
+        self._jobs.close()
         self._on_close()

@@ -10,7 +10,7 @@ import json
 import logging
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from io import StringIO
 from pathlib import Path
 
@@ -27,6 +27,7 @@ from craft_apps.kernel.domain import AppState
 from craft_apps.testing.clock import FakeClock
 from tests.api.support import TOKEN as METRICS_TOKEN
 from tests.api.support import scrape
+from tests.cdn.edge import serve
 from tests.support import publish, release
 
 pytestmark = pytest.mark.django_db
@@ -76,10 +77,7 @@ class CloudflareStandIn:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
-        self.thread.start()
+        self.server = serve(Handler)
 
     @property
     def url(self) -> str:

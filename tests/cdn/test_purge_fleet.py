@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
+from tests.cdn.edge import PurgeEdge
 from tests.content.workers_support import database_for_the_workers
 from tests.controls.conftest import DAY
 from tests.controls.support import yank
@@ -33,39 +32,9 @@ PUBLIC = "https://updates.example.com"
 STABLE, BETA = "/v1/craft_apps/release_info", "/v1/craft_apps/release_info?channel=beta"
 
 
-class Edge:
-    """A CDN's purge endpoint: records each request's method, path and Host, answers 200."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, str, str | None]] = []
-        edge = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_PURGE(self) -> None:
-                edge.asked.append((self.command, self.path, self.headers.get("Host")))
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
-
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
-def edge() -> Iterator[Edge]:
-    running = Edge()
+def edge() -> Iterator[PurgeEdge]:
+    running = PurgeEdge()
     yield running
     running.close()
 
@@ -116,14 +85,14 @@ def until(condition: Callable[[], bool], hosts: list[Host], what: str, timeout: 
 
 
 def test_a_yank_is_purged_once_by_one_host_of_the_fleet(
-    tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, edge: Edge
+    tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, edge: PurgeEdge
 ):
     with database_for_the_workers() as (database, _):
         env = {
             **poller_env(github, redis_server.url, (PHOTOCRAFT,)),
             **{f"DJANGO_DB_{key}": value for key, value in database.items()},
             "CRAFT_APPS_CDN_PURGE_KIND": "http",
-            "CRAFT_APPS_CDN_PURGE_URL": f"http://127.0.0.1:{edge.port}{{path}}",
+            "CRAFT_APPS_CDN_PURGE_URL": edge.url + "{path}",
             "CRAFT_APPS_CDN_PUBLIC_URL": PUBLIC,
         }
         hosts = [Host(name, env, tmp_path) for name in ("host-a", "host-b")]
@@ -141,7 +110,7 @@ def test_a_yank_is_purged_once_by_one_host_of_the_fleet(
         finally:
             codes = [host.stop() for host in hosts]
     assert codes == [0, 0], [host.output() for host in hosts]
-    assert sorted(edge.asked) == [
+    assert sorted(edge.requests) == [
         ("PURGE", STABLE, "updates.example.com"),
         ("PURGE", BETA, "updates.example.com"),
     ]

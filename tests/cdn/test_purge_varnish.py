@@ -68,11 +68,13 @@ def until_the_origin_serves_the_yank(origin: Origin) -> None:
 
 
 def until_purged(purger: Purger) -> tuple[str, ...]:
-    """Looks as the purge thread does, until a look purged something (its signal)."""
+    """Looks as the purge thread does, until a look purged something (its signal), and waits
+    for its requests to be taken."""
     deadline = time.monotonic() + 10
     while not (purged := purger.look()):
         assert time.monotonic() < deadline, "the purge thread never saw the yank"
         time.sleep(0.2)
+    assert purger.finish(10), "the purge requests never ended"
     return purged
 
 

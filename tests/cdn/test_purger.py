@@ -6,6 +6,7 @@ line and the counts in a real state file."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def test_the_first_look_learns_and_a_change_is_purged_after_the_workers_settle(f
     assert running.look() == ()  # nothing changed
     answers[RELEASE_INFO] = 'W/"2"'  # a yank, a release, a rollout step, a notice
     assert running.look() == (RELEASE_INFO,)
+    assert running.finish(10)  # the purge runs beside the looks
     assert fake_clock.sleeps == [SETTLE_S]
     assert [(r.method, r.url) for r in edge.sent] == [("PURGE", "http://127.0.0.1:6081" + RELEASE_INFO)]
     assert running.look() == ()  # once per change
@@ -87,6 +89,7 @@ def test_only_the_lease_holder_purges_but_every_process_keeps_learning(fake_cloc
     held[0] = True  # took over: knows what was served, purges the next change
     answers[RELEASE_INFO] = 'W/"3"'
     assert standby.look() == (RELEASE_INFO,)
+    assert standby.finish(10) and len(edge.sent) == 1
 
 
 def test_one_host_of_the_fleet_purges_a_change(fake_clock: FakeClock, redis_client: redis.Redis):
@@ -97,6 +100,7 @@ def test_one_host_of_the_fleet_purges_a_change(fake_clock: FakeClock, redis_clie
         host.look()
     answers.update({RELEASE_INFO: 'W/"2"', BETA: 'W/"b2"'})
     assert [host.look() for host in hosts] == [(RELEASE_INFO, BETA), ()]
+    assert all(host.finish(10) for host in hosts)
     assert [len(edge.sent) for edge in edges] == [2, 0]
     assert redis_client.pttl(OnceGuard(redis_client, "test:").key(RELEASE_INFO, 'W/"2"')) > 0
 
@@ -111,6 +115,7 @@ def test_a_redis_that_cant_answer_purges_all_the_same_and_says_so_once(fake_cloc
         for etag in ('W/"2"', 'W/"3"'):
             answers[RELEASE_INFO] = etag
             assert running.look() == (RELEASE_INFO,)
+    assert running.finish(10)
     assert len(edge.sent) == 2
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "Redis can't guard a purge" in warnings[0]
@@ -184,3 +189,47 @@ def test_a_failing_state_file_never_stops_a_purge(fake_clock: FakeClock):
     edge = Edge()
     running = purger({}, edge, fake_clock, broken)
     assert running.purge((RELEASE_INFO,)) is True and len(edge.sent) == 1
+
+
+def test_a_newer_change_of_a_url_takes_over_the_older_ones_retries(fake_clock: FakeClock):
+    first_sent, first_answer = threading.Event(), threading.Event()
+    sent: list[PurgeRequest] = []
+
+    def edge(request: PurgeRequest) -> str | None:
+        sent.append(request)
+        if len(sent) == 1:  # the older change's first try: no answer until the newer one is taken
+            first_sent.set()
+            first_answer.wait(10)
+            return "HTTP 500"
+        return None
+
+    running = Purger(
+        TARGET, answers=dict, is_leader=lambda: True, send=edge, record=lambda u: None, clock=fake_clock
+    )
+    older = running.start_purge((RELEASE_INFO,), fake_clock.now_ms())
+    assert first_sent.wait(10)
+    newer = running.start_purge((RELEASE_INFO,), fake_clock.now_ms())
+    assert newer[0].result(timeout=10) is True and len(sent) == 2
+    first_answer.set()
+    assert older[0].result(timeout=10) is True  # no retry: the newer change's purge was taken
+    assert len(sent) == 2 and running.finish(10)
+
+
+def test_a_request_that_raises_is_logged_and_the_others_go_on(fake_clock: FakeClock, caplog):
+    taken: list[str] = []
+
+    def edge(request: PurgeRequest) -> str | None:
+        if request.drops == RELEASE_INFO:
+            raise RuntimeError("a bug")
+        taken.append(request.drops)
+        return None
+
+    running = Purger(
+        TARGET, answers=dict, is_leader=lambda: True, send=edge, record=lambda u: None, clock=fake_clock
+    )
+    with caplog.at_level(logging.ERROR, logger="craft_apps.cdn"):
+        stable, beta = running.start_purge((RELEASE_INFO, BETA), fake_clock.now_ms())
+        assert beta.result(timeout=10) is True
+        assert isinstance(stable.exception(timeout=10), RuntimeError)
+    assert [r.getMessage() for r in caplog.records] == ["Craft apps CDN purge: a purge job failed"]
+    assert running.purge((BETA,)) is True and taken == [BETA, BETA]  # the threads still run

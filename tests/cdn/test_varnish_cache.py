@@ -9,6 +9,7 @@ Varnish reports it."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -17,9 +18,11 @@ from pathlib import Path
 import pytest
 
 from craft_apps.kernel import signing
-from tests.cdn.support import BETA_PATH, URL_PATH, Answer, Origin, Varnish, ask
+from tests.cdn.support import BETA_PATH, EXAMPLES, ROOT, URL_PATH, Answer, Origin, Varnish, ask
 from tests.signing.vectors import KEY_B
 from tests.support import ONE_AT_A_TIME
+
+DOCS = ROOT / "docs" / "cdn.md"
 
 pytestmark = [pytest.mark.slow, ONE_AT_A_TIME, pytest.mark.django_db(transaction=True)]
 
@@ -58,6 +61,30 @@ def test_an_outage_is_answered_from_the_kept_answer(origin: Origin, varnish: Var
     during = ask(varnish.port)
     assert (during.status, during.cache, during.raw) == (200, "HIT", kept.raw)
     assert during.verdict(int(time.time())).accepted
+
+
+def test_the_probe_asks_the_health_endpoint_and_an_unreadable_state_file_makes_it_sick(
+    origin: Origin, varnish: Varnish
+):
+    """The probe costs 12 requests a minute (one every 5 s, as docs/cdn.md says), each the health
+    endpoint's state file and signing rules; a state file that can't be read makes the origin
+    sick within two of them, and the kept answer is served."""
+    probe = re.search(r"\.probe = \{(.*?)\}", (EXAMPLES / "varnish.vcl").read_text(), re.S)
+    assert probe is not None
+    assert '.url = "/v1/craft_apps/health?rules=state_file";' in probe.group(1)
+    assert ".interval = 5s;" in probe.group(1)
+    docs = " ".join(DOCS.read_text().split())
+    assert "probe asks `/v1/craft_apps/health?rules=state_file` every 5 s: 12 requests a minute" in docs
+    origin.warm()
+    kept = ask(varnish.port)
+    assert origin.logged('"GET /v1/craft_apps/health?rules=state_file HTTP/1.1" 200')
+    (origin.state_dir / "craft_apps_state.sqlite3").write_bytes(b"this is not SQLite" * 500)
+    deadline = time.monotonic() + 20
+    while "sick" not in (health := backend_health(varnish)):  # 2 of the last 3 probes failed
+        assert time.monotonic() < deadline, health
+    assert origin.logged('"GET /v1/craft_apps/health?rules=state_file HTTP/1.1" 503')
+    during = ask(varnish.port)
+    assert (during.status, during.cache, during.raw) == (200, "HIT", kept.raw)
 
 
 def backend_health(varnish: Varnish) -> str:
