@@ -2,7 +2,7 @@
 
 Marks the named apps (every configured app without arguments) due now, in Redis and on this
 host's state file, exactly as a webhook delivery does (``api.refresh``): the pollers ask GitHub
-about them within seconds, within the same limits (once per 10 s per app, never during a
+about them within about a second, within the same limits (once per 10 s per app, never during a
 backoff). Exits 1 naming any unknown app key, or when nothing could be marked.
 """
 
@@ -42,8 +42,8 @@ class Command(BaseCommand):
         for problem in outcome.problems:
             self.stderr.write(f"Marked in {outcome.where()} only: {problem}")
         reach = (
-            "the fleet asks GitHub within seconds (one host asks, the others take its answer)"
+            "the fleet asks GitHub within about a second (one host asks, the others serve its answer within 2 s of it)"
             if outcome.shared
-            else "this host's poller asks within seconds; the other hosts at their next scheduled check"
+            else "this host's poller asks within about a second; the other hosts at their next scheduled check"
         )
         self.stdout.write(f"Marked {', '.join(keys)} due in {outcome.where()}: {reach}.")
