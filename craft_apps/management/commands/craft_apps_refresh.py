@@ -42,8 +42,10 @@ class Command(BaseCommand):
         for problem in outcome.problems:
             self.stderr.write(f"Marked in {outcome.where()} only: {problem}")
         reach = (
-            "the fleet asks GitHub within about a second (one host asks, the others serve its answer within 2 s of it)"
+            "the fleet asks GitHub within about a second (one host asks, "
+            "the others serve its answer within 2 s of it)"
             if outcome.shared
-            else "this host's poller asks within about a second; the other hosts at their next scheduled check"
+            else "this host's poller asks within about a second; "
+            "the other hosts at their next scheduled check"
         )
         self.stdout.write(f"Marked {', '.join(keys)} due in {outcome.where()}: {reach}.")
