@@ -4,7 +4,8 @@ The tiers, each a subpackage (``tests/test_layers.py`` pins which may import whi
 asks GitHub; ``host`` the host's private state file; ``fleet`` what hosts share through Redis;
 ``polling`` the poller; ``api`` what launchers, people and operators fetch, and the webhook;
 ``content`` what operators edit in the admin (renames, notices, channels, release controls
-and policies); ``cdn`` the purge of a CDN's copy when an answer changes;
+and policies); ``cdn`` the purge of a CDN's copy when an answer changes; ``reports`` the install
+reports launchers send after an update and their counts;
 ``ops`` what ``craft_apps_status`` reports; ``management`` the commands; ``testing`` the GitHub
 stand-in and fake clock of the tests, the demo and the benchmarks (in the wheel too).
 Beneath them, ``kernel`` the pure rules and types every tier shares (no Django, no I/O).

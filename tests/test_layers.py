@@ -38,6 +38,7 @@ LAYERS: dict[str, float] = {
     "host": 3,
     "fleet": 3,
     "content": 3,  # what operators edit: renames, notices, channels, release controls
+    "reports": 3.5,  # install reports: the endpoint, its queue and the counts (host and fleet)
     "polling": 4,
     "api": 4,
     "models": 4,  # where Django looks for the content's models

@@ -58,6 +58,7 @@ from craft_apps.kernel.controls import ACTIONS, Control, tag_known
 from craft_apps.kernel.domain import Channel, PollMode
 from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.kernel.source import DROP_REASONS
+from craft_apps.reports import meters as report_meters
 
 logger = logging.getLogger(__name__)
 
@@ -162,6 +163,9 @@ def registry() -> CollectorRegistry:
             notices_feed.LOOK_FAILURES,
             notices_feed.LEFT_OUT,
             kept_controls.FAILURES,
+            report_meters.ANSWERS,
+            report_meters.NOT_COUNTED,
+            report_meters.COUNTED,
         ):
             built.register(own)
     return built

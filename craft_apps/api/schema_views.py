@@ -1,6 +1,6 @@
-"""Health, metrics and the GitHub webhook in the OpenAPI schema.
+"""Health, metrics, the GitHub webhook and the install reports in the OpenAPI schema.
 
-Those three are plain Django views (no DRF on their request path: no content negotiation, no
+Those four are plain Django views (no DRF on their request path: no content negotiation, no
 authentication classes, nothing a site's ``REST_FRAMEWORK`` defaults could change). drf-spectacular
 documents DRF views only, so each gets a DRF face here whose ``dispatch`` hands the request
 straight to the plain view, as ``downloads._DownloadView`` does; ``craft_apps.urls`` mounts these.
@@ -21,6 +21,8 @@ from craft_apps.api.health import health
 from craft_apps.api.metrics import metrics
 from craft_apps.api.webhook import SIGNATURE_HEADER, github_webhook
 from craft_apps.conf import describe
+from craft_apps.reports.report import OUTCOMES
+from craft_apps.reports.view import MAX_BODY_BYTES, reports
 
 TAG = "Craft Apps host"
 
@@ -154,3 +156,44 @@ class GitHubWebhookView(_PlainView):
     )
     def post(self, request: HttpRequest) -> HttpResponse:
         return github_webhook(request)
+
+
+class CraftAppsReportSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    app_key = serializers.CharField(help_text="An app this host serves.")
+    install_id = serializers.UUIDField(help_text="A random UUID the client made once and keeps.")
+    version = serializers.CharField(help_text="The SemVer version the update went to.")
+    outcome = serializers.CharField(
+        help_text=f"One of {', '.join(f'`{o}`' for o in OUTCOMES)}; `crashed`: the new version failed to "
+        "start or crashed in its first minutes."
+    )
+    previous_version = serializers.CharField(required=False, allow_null=True)
+    channel = serializers.CharField(required=False, allow_null=True)
+    os = serializers.CharField(required=False, allow_null=True)
+    arch = serializers.CharField(required=False, allow_null=True)
+
+
+class CraftAppsReportAnswerSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    success = serializers.BooleanField()
+    error = serializers.CharField(required=False, help_text="Why the report was refused, in one line.")
+
+
+class ReportsView(_PlainView):
+    plain = staticmethod(reports)
+
+    @extend_schema(
+        tags=[TAG],
+        operation_id="craft_apps_report",
+        summary="A launcher's or an app's report of how an update went",
+        description="Unauthenticated; the report is queued and counted in the background "
+        "(docs/reports.md). No address, user agent or install id is kept.",
+        request={"application/json": CraftAppsReportSerializer},
+        responses={
+            202: OpenApiResponse(CraftAppsReportAnswerSerializer, description="Accepted."),
+            400: OpenApiResponse(CraftAppsReportAnswerSerializer, description="Not a valid report."),
+            413: OpenApiResponse(
+                CraftAppsReportAnswerSerializer, description=f"The body is over {MAX_BODY_BYTES} bytes."
+            ),
+        },
+    )
+    def post(self, request: HttpRequest) -> HttpResponse:
+        return reports(request)

@@ -12,6 +12,7 @@ from typing import Any
 from craft_apps.kernel.domain import Channel
 from craft_apps.kernel.instants import datetime_to_ms, format_duration, parse_rfc3339
 from craft_apps.kernel.text import escaped
+from craft_apps.reports.status import reports_lines
 
 
 def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
@@ -23,6 +24,8 @@ def render_text(doc: Mapping[str, Any], now_ms: int) -> str:
     label_width = max(len(label) for label, _ in facts)
     lines.append("")
     lines += [f"{label.ljust(label_width)}  {value}" for label, value in facts]
+    if "reports" in doc:  # the install reports' counts (reports.status)
+        lines += ["", *reports_lines(doc["reports"])]
     drops = _drop_lines(doc, relative)
     if drops:
         lines += ["", *drops]

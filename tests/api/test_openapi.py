@@ -57,6 +57,8 @@ def test_components_are_named_as_the_contract():
         "CraftAppsHealthStatusEnum",
         "CraftAppsWebhookAnswer",
         "CraftAppsWebhookAnswerStatusEnum",
+        "CraftAppsReport",
+        "CraftAppsReportAnswer",
     }
     assert components["CraftAppPackageType"]["enum"] == [
         "msi", "portable_zip", "dmg", "cli_zip", "app_image", "app_image_zsync",

@@ -40,6 +40,7 @@ from craft_apps.ops.status_read import (
     read_waiting,
 )
 from craft_apps.ops.status_text import render_text
+from craft_apps.reports.status import reports_document
 
 EXIT_UNHEALTHY = 1
 
@@ -96,6 +97,7 @@ class Command(BaseCommand):
             waiting=waiting,
             cdn_purge=read_cdn_purge(),
         )
+        doc["reports"] = reports_document([app.key for app in app_settings.APPS])
         if options["json"]:
             self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))
         else:
