@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from itertools import chain
 
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
 from craft_apps.fleet.entry import SharedAppEntry
@@ -79,7 +81,7 @@ from craft_apps.polling.schedule import (
     is_due,
     last_answer_ms,
 )
-from craft_apps.polling.updater import RELEASES_PER_ROUND, UpdaterKeeper
+from craft_apps.polling.updater import READERS, RELEASES_PER_ROUND, UpdaterKeeper
 
 logger = logging.getLogger(__name__)
 
@@ -315,7 +317,7 @@ class Poller:
         else:
             self.history_fetch[app.key] = replace(self.history_fetch[app.key], fetched_ms=now_ms)
         self.lists.listed(app.key)
-        self._filled_history(app.key, now_ms)
+        self._filled_history(app.key)
         self._updater_owed[app.key] = True
         self._history_unpublished.add(app.key)
         self._publish()
@@ -458,57 +460,84 @@ class Poller:
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
 
-    def _fill_updater(self, key: str, now_ms: int) -> bool:
-        """Reads the updater files of the app's latest release when it has some not read yet
-        (``polling.updater``); True when the release now holds them."""
+    def _carry_updater(self, key: str) -> bool:
+        """Gives the app's latest release the updater files read for it (``polling.updater``);
+        True when it got them now."""
         release = self.memory[key].latest_release
-        filled = None if release is None else self.updater_files.fill(key, release, now_ms)
-        if filled is None:
+        carried = None if release is None else self.updater_files.carried(release)
+        if carried is None or carried == release:
             return False
-        self.memory[key] = replace(self.memory[key], latest_release=filled)
-        self._see_latest(key, filled)
+        self.memory[key] = replace(self.memory[key], latest_release=carried)
+        self._see_latest(key, carried)
         return True
 
-    def _filled_history(self, key: str, now_ms: int, budget: int = 0) -> bool:
-        """The app's history with the updater files known for each release, and read for at
-        most ``budget`` releases that have some not read yet, newest first, up to the first
-        read that fails. True when the history changed."""
-        releases = []
-        for release in self.history.get(key, ()):
-            release = self.updater_files.carried(release)
-            if budget and self.updater_files.due(release, now_ms):
-                filled = self.updater_files.fill(key, release, now_ms)
-                budget = budget - 1 if filled is not None else 0
-                release = filled or release
-            releases.append(release)
-        if key in self.history and tuple(releases) != self.history[key]:
-            self.history[key] = tuple(releases)
+    def _filled_history(self, key: str) -> None:
+        """The app's history with the updater files read for each release."""
+        releases = tuple(self.updater_files.carried(release) for release in self.history.get(key, ()))
+        if key in self.history and releases != self.history[key]:
+            self.history[key] = releases
             self._history_unpublished.add(key)
-            return True
-        return False
 
     def _read_updater_files(self, mode: PollMode) -> PollMode:
         """Reads the updater files of the apps the round answered, once every answer is
-        published, so a stalled download holds back no other app's release: the latest
-        release's, then (when its list was asked) up to ``RELEASES_PER_ROUND`` of its
-        history's. An app's first failed read ends its reads for the round. With the fleet, an
-        app whose files were due is shared now, with them."""
+        published, each app's in a thread of its own (``updater.READERS`` at once), so a
+        stalled download holds back no other app: each app is served, and with the fleet
+        shared, as soon as its own files are read. Every thread has ended when this returns."""
         owed, self._updater_owed = self._updater_owed, {}
         shares, self._share_owed = self._share_owed, {}
-        for key, with_history in owed.items():
-            if self.fence_lost or not self.still_leader():
-                break
-            now_ms = self.clock.now_ms()
-            latest = self.memory[key].latest_release
-            due = latest is not None and self.updater_files.due(latest, now_ms)
-            filled = self._fill_updater(key, now_ms)
-            budget = RELEASES_PER_ROUND if with_history and (filled or not due) else 0
-            self._filled_history(key, now_ms, budget)
-            if filled:
-                self._unpublished.add(key)
-            self._publish()
-            mode = self._share_read(key, shares.get(key), with_history, mode)
+        if not owed or self.fence_lost or not self.still_leader():
+            return mode
+        now_ms = self.clock.now_ms()
+        reads = {key: self._updater_reads(key, with_history, now_ms) for key, with_history in owed.items()}
+        with ThreadPoolExecutor(min(READERS, len(owed)), thread_name_prefix="craft-apps-updater") as pool:
+            running = {
+                pool.submit(self._read_releases, key, releases, now_ms): key
+                for key, releases in reads.items()
+                if releases
+            }
+            ready = [key for key, releases in reads.items() if not releases]
+            for key in chain(ready, (running[future] for future in as_completed(running))):
+                if self.fence_lost or not self.still_leader():
+                    for future in running:
+                        future.cancel()  # the reads not started yet; the running ones end
+                    break
+                mode = self._took_reads(key, owed[key], shares.get(key), mode)
         return mode
+
+    def _updater_reads(self, key: str, with_history: bool, now_ms: int) -> list[Release]:
+        """The app's releases whose updater files are read this round, in order: its latest
+        when due, then (when its list was asked) up to ``RELEASES_PER_ROUND`` of its history."""
+        latest = self.memory[key].latest_release
+        reads = [latest] if latest is not None and self.updater_files.due(latest, now_ms) else []
+        if with_history:
+            tags = {release.tag for release in reads}
+            due = [
+                r
+                for r in self.history.get(key, ())
+                if r.tag not in tags and self.updater_files.due(r, now_ms)
+            ]
+            reads += due[:RELEASES_PER_ROUND]
+        return reads
+
+    def _read_releases(self, key: str, releases: Sequence[Release], now_ms: int) -> None:
+        """Reads the releases' updater files one after another, up to the first that fails
+        (in a reader thread: it touches ``updater_files`` only)."""
+        try:
+            for release in releases:
+                if self.updater_files.fill(key, release, now_ms) is None:
+                    return
+        except Exception:  # nothing raises out of a tick; the release is served without them
+            logger.exception("Craft app releases: reading the updater files of %s failed unexpectedly.", key)
+
+    def _took_reads(
+        self, key: str, with_history: bool, outcome: Fetched | NotModified | None, mode: PollMode
+    ) -> PollMode:
+        """Serves the app with the updater files just read, then shares it with the fleet."""
+        if self._carry_updater(key):
+            self._unpublished.add(key)
+        self._filled_history(key)
+        self._publish()
+        return self._share_read(key, outcome, with_history, mode)
 
     def _share_read(
         self, key: str, outcome: Fetched | NotModified | None, with_history: bool, mode: PollMode

@@ -15,20 +15,25 @@ is next asked about, no sooner than a backoff that doubles from the poll interva
 maximum backoff. The first failure of a release is logged as a warning, what a read refused
 is one warning for the release, and every outcome is counted (``UpdaterTally``: the metrics
 and ``craft_apps_status`` show it).
+
+The poller reads several apps' files at once, each app's in a thread of its own: the keeper's
+bookkeeping is behind a lock, the downloads are not.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field, replace
 
 from craft_apps.kernel.domain import Release, ReleaseAsset, UpdaterFile
-from craft_apps.kernel.source import UpdaterFailed, UpdaterSource
+from craft_apps.kernel.source import UpdaterFailed, UpdaterOutcome, UpdaterSource
 from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
 
 RELEASES_PER_ROUND = 4  # history releases read per app and round, at most: a first list is 20
+READERS = 8  # apps whose updater files are read at once, each in a thread of its own
 MAX_REMEMBERED = 1000  # releases whose updater files are kept in memory; the oldest go first
 MAX_REFUSED_CHARS = 500  # of the one line that says what a release's files had refused
 
@@ -70,40 +75,59 @@ class UpdaterKeeper:
     tally: UpdaterTally = field(default_factory=UpdaterTally)
     _known: dict[_Identity, tuple[UpdaterFile, ...]] = field(default_factory=dict)
     _tries: dict[_Identity, _Tries] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def carried(self, release: Release) -> Release:
         """``release`` with the updater files read for it, when it comes without them; one
         that comes with them teaches them (from the state file or the fleet)."""
         identity = _identity(release)
-        if release.updater:
-            self._keep(identity, release.updater)
-            return release
-        known = self._known.get(identity)
+        with self._lock:
+            if release.updater:
+                self._keep(identity, release.updater)
+                return release
+            known = self._known.get(identity)
         return release if not known else replace(release, updater=known)
 
     def needs(self, release: Release) -> bool:
         """Whether ``release`` has updater files not read yet."""
+        with self._lock:
+            known = _identity(release) in self._known
         return (
             self.source is not None
             and not release.updater
-            and _identity(release) not in self._known
+            and not known
             and self.source.updater_downloads(release) > 0
         )
 
     def due(self, release: Release, now_ms: int) -> bool:
         """Whether ``release``'s updater files are to be read now: not read yet, and no failed
         read's backoff running."""
-        tries = self._tries.get(_identity(release))
+        with self._lock:
+            tries = self._tries.get(_identity(release))
         return self.needs(release) and (tries is None or tries.not_before_ms <= now_ms)
 
     def fill(self, app: str, release: Release, now_ms: int) -> Release | None:
         """``release`` with its updater files when they were read now; None when nothing was
         (none needed, a failure's backoff not over, or the read failed)."""
         identity = _identity(release)
-        tries = self._tries.get(identity)
+        with self._lock:
+            tries = self._tries.get(identity)
         if self.source is None or not self.due(release, now_ms):
             return None
-        outcome = self.source.fetch_updater(release)
+        outcome = self.source.fetch_updater(release)  # without the lock: other apps read meanwhile
+        with self._lock:
+            return self._took(app, release, identity, outcome, tries is not None, now_ms)
+
+    def _took(
+        self,
+        app: str,
+        release: Release,
+        identity: _Identity,
+        outcome: UpdaterOutcome,
+        retried: bool,
+        now_ms: int,
+    ) -> Release | None:
+        """Records a read's outcome: the release with its files, or None when it failed."""
         self.tally.downloads += outcome.downloads
         if isinstance(outcome, UpdaterFailed):
             self._failed(app, release, identity, outcome.reason, now_ms)
@@ -121,12 +145,13 @@ class UpdaterKeeper:
             self.tally.refused += 1
         else:
             self.tally.fetched += 1
-        if tries is not None:
+        if retried:
             logger.info("Craft app releases: the updater files of %s %s are read.", app, release.tag)
         return replace(release, updater=outcome.files)
 
     def take_tally(self) -> UpdaterTally:
-        taken, self.tally = self.tally, UpdaterTally()
+        with self._lock:
+            taken, self.tally = self.tally, UpdaterTally()
         return taken
 
     def _failed(self, app: str, release: Release, identity: _Identity, reason: str, now_ms: int) -> None:

@@ -22,7 +22,8 @@ release left). Requests for it are recorded and counted like the latest's.
 
 It also serves the web side of a release (``/{owner}/{repo}/releases/download/{tag}/{name}``,
 ``/{owner}/{repo}/releases/tag/{tag}``) with a line of text, so links work offline when
-``web_url`` is its own URL.
+``web_url`` is its own URL. ``hold_download`` makes one of those files hang: its requests get
+no answer until the client gives up (``held_open`` counts them) or ``stop()``.
 
 Run ``python -m craft_apps.testing.fake_github [--host H] [--port P] [--empty] [--web-url U]``
 to serve the demo releases until SIGTERM or SIGINT.
@@ -232,8 +233,9 @@ class _RateLimits:
 class _Answer:
     """What to send, and how.
 
-    ``delivery``: normal, slow (after ``delay_s``), drip (a byte per ``delay_s``), hang, drop,
-    stream (``body`` yields chunks, the headers carry Content-Length) or chunked.
+    ``delivery``: normal, slow (after ``delay_s``), drip (a byte per ``delay_s``), hang, hold
+    (no answer until the client closes), drop, stream (``body`` yields chunks, the headers
+    carry Content-Length) or chunked.
     """
 
     status: int | None
@@ -301,6 +303,8 @@ class FakeGitHub:
         self._requests: list[RecordedRequest] = []
         self._rate_limits = _RateLimits(window_s, now)
         self._user_ids: dict[str, int] = {}
+        self._held_paths: set[str] = set()  # web-side files whose requests get no answer
+        self._held_open = 0
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -431,6 +435,22 @@ class FakeGitHub:
             else:
                 self._faults[key] = fault
 
+    def hold_download(self, path: str) -> None:
+        """Holds every request for ``path`` (a file of the web side, as
+        ``/{owner}/{repo}/releases/download/{tag}/{name}``) open without an answer until its
+        client closes the connection, or ``stop()``."""
+        with self._lock:
+            self._held_paths.add(path)
+
+    def held_open(self) -> int:
+        """How many held requests are open now: their clients have not closed them yet."""
+        with self._lock:
+            return self._held_open
+
+    def _held_closed(self) -> None:
+        with self._lock:
+            self._held_open -= 1
+
     # Recorded requests
 
     @property
@@ -455,7 +475,11 @@ class FakeGitHub:
         match = _RELEASES_PATH.match(parts.path) or listing
         repo = f"{unquote(match[1])}/{unquote(match[2])}" if match else None
         with self._lock:
-            web_page = None if match else self._web_page(urlsplit(path).path)
+            held = parts.path in self._held_paths
+            self._held_open += held  # open from the moment it is recorded
+            web_page = (
+                None if match else _Answer(None, delivery="hold") if held else self._web_page(parts.path)
+            )
             per_page = _per_page(parts.query) if listing else None
             answer = web_page or self._decide(method, repo, headers, client_ip, per_page)
             self._requests.append(RecordedRequest(method, path, repo, dict(headers), answer.status, arrived))
@@ -742,6 +766,9 @@ class _Handler(BaseHTTPRequestHandler):
             stopping.wait()
             self.close_connection = True
             return
+        if answer.delivery == "hold":
+            self._hold()
+            return
         if answer.delivery == "drop":
             self.close_connection = True
             return
@@ -775,6 +802,17 @@ class _Handler(BaseHTTPRequestHandler):
                     return
             return
         self.wfile.write(body)
+
+    def _hold(self) -> None:
+        """Waits without answering until the client closes the connection (or ``stop()``
+        shuts it down)."""
+        try:
+            with contextlib.suppress(OSError):
+                while self.connection.recv(1):
+                    pass  # a client sends nothing more while it waits for an answer
+        finally:
+            self.server.stand_in._held_closed()
+            self.close_connection = True
 
     def _send_chunked(self, answer: _Answer) -> None:
         self.send_header("transfer-encoding", "chunked")

@@ -5,6 +5,7 @@ is the stand-in, serving the release's files on its own web side."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from craft_apps.testing.tauri_release import UPDATER_KEYS, tauri_action_release
 from tests.support import S
 
 ARTCRAFT = AppSpec("artcraft", "ArtCraft", "storytold/artcraft")
+SOUNDCRAFT = AppSpec("soundcraft", "SoundCraft", "storytold/soundcraft")
 PUBLISHED = datetime(2026, 11, 20, 17, 4, 12, tzinfo=UTC)
 
 
@@ -39,13 +41,20 @@ def github() -> Iterator[FakeGitHub]:
         yield server
 
 
-def host(name: str, root: Path, clock: FakeClock, github: FakeGitHub, client: redis.Redis) -> Poller:
+def host(
+    name: str,
+    root: Path,
+    clock: FakeClock,
+    github: FakeGitHub,
+    client: redis.Redis,
+    apps: tuple[AppSpec, ...] = (ARTCRAFT,),
+) -> Poller:
     store = StateStore(root / name)
     store.open_for_writing()
     lease = Lease(store, holder=name, clock=clock)
     assert lease.try_acquire() and lease.fence is not None
     poller = Poller(
-        config=PollConfig((ARTCRAFT,), interval_ms=1800 * S, max_backoff_ms=14_400 * S, web_url=github.url),
+        config=PollConfig(apps, interval_ms=1800 * S, max_backoff_ms=14_400 * S, web_url=github.url),
         github=GitHubClient(api_url=github.url, web_url=github.url, token=None, clock=clock),
         host=store,
         fence=lease.fence,
@@ -113,3 +122,55 @@ def test_with_the_fleet_a_release_is_shared_once_with_the_updater_files_read_aft
     served = second.host.read().apps["artcraft"].latest_release
     assert served is not None and len(served.updater) == len(UPDATER_KEYS)
     assert len(downloads(github)) == 1, "host-b downloads nothing"
+
+
+def test_a_stalled_updater_download_holds_back_no_other_apps_share_with_the_fleet(
+    github: FakeGitHub, redis_client: redis.Redis, tmp_path: Path, fake_clock: FakeClock
+):
+    """ArtCraft's latest.json is held until SoundCraft, asked after it, is in Redis with its
+    files: each app's files are read on their own, and each app shared once its own are."""
+    built = tauri_action_release(
+        SOUNDCRAFT.repo, "SoundCraft", "1.2.0", PUBLISHED, web_url=github.url, api_url=github.url
+    )
+    github.publish(SOUNDCRAFT.repo, built.release, files=built.files)
+    poller = host("host-a", tmp_path, fake_clock, github, redis_client, apps=(ARTCRAFT, SOUNDCRAFT))
+    assert poller.shared is not None and poller.updater_files.source is not None
+    shared, source = poller.shared, poller.updater_files.source
+    soundcraft_shared = threading.Event()
+    write_fetched = shared.write_fetched
+
+    def signalled_write(app_key: str, *args: object, **kwargs: object) -> bool:
+        written = write_fetched(app_key, *args, **kwargs)  # type: ignore[arg-type]
+        if app_key == SOUNDCRAFT.key:
+            soundcraft_shared.set()
+        return written
+
+    shared.write_fetched = signalled_write  # type: ignore[method-assign]
+    seen_while_held: list[object] = []
+
+    class ArtCraftHeld:
+        def updater_downloads(self, release: Release) -> int:
+            return source.updater_downloads(release)
+
+        def fetch_updater(self, release: Release) -> UpdaterOutcome:
+            if release.version == "0.37.0":  # ArtCraft's (both tags start with artcraft-v)
+                seen_while_held.append(soundcraft_shared.wait(timeout=10))  # bounds a failure only
+                seen_while_held.append(_shared_platforms(redis_client, SOUNDCRAFT.key))
+                seen_while_held.append(_shared_platforms(redis_client, ARTCRAFT.key))
+            return source.fetch_updater(release)
+
+    poller.updater_files.source = ArtCraftHeld()
+    report = poller.tick()
+    keys = sorted(key for key, _ in UPDATER_KEYS)
+    assert seen_while_held == [True, keys, None], "SoundCraft shared whole; ArtCraft waits for its files"
+    assert report.round.fetched == 2
+    assert _shared_platforms(redis_client, ARTCRAFT.key) == keys
+    assert [t.name for t in threading.enumerate() if t.name.startswith("craft-apps-updater")] == []
+
+
+def _shared_platforms(client: redis.Redis, key: str) -> list[str] | None:
+    """The platforms of the app's release in Redis; None when it has no release there."""
+    [stored] = client.hmget(f"craftApps:releases:app:{key}", "release")
+    if stored is None:
+        return None
+    return sorted(f["platform"] for f in json.loads(stored).get("updater", []))

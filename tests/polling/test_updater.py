@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from io import StringIO
 from pathlib import Path
@@ -255,3 +257,34 @@ def test_an_apps_first_failed_read_ends_its_reads_for_the_round(host: Host, stat
     responses.get(manifest_url(older), body=older.files["latest.json"])
     poller.tick()
     assert downloads() == [manifest_url(newer)], "the history's release waits for the next round"
+
+
+@responses.activate
+def test_the_apps_updater_files_are_read_at_once(state_dir: Path, fake_clock: FakeClock):
+    """Each app's latest.json answers only once the other app's is asked too: read one after
+    the other, the first would never get its answer."""
+    soundcraft = AppSpec("soundcraft", "SoundCraft", "storytold/soundcraft")
+    host = Host(state_dir, fake_clock, apps=(ARTCRAFT, soundcraft))
+    both_asked = threading.Barrier(2, timeout=10)  # bounds a failure only
+    other = tauri_action_release(soundcraft.repo, "SoundCraft", "1.2.0", PUBLISHED)
+    for built, latest in ((published(), LATEST), (other, url(soundcraft))):
+        responses.get(latest, json=built.release)
+        responses.add_callback(
+            responses.GET,
+            manifest_url(built),
+            callback=_once_both_asked(both_asked, built.files["latest.json"]),
+        )
+    host.poller.tick()
+    for key in ("artcraft", "soundcraft"):
+        saved = host.saved(key).latest_release
+        assert saved is not None and len(saved.updater) == len(UPDATER_KEYS), key
+
+
+def _once_both_asked(
+    barrier: threading.Barrier, body: bytes
+) -> Callable[[object], tuple[int, dict[str, str], bytes]]:
+    def answer(request: object) -> tuple[int, dict[str, str], bytes]:
+        barrier.wait()
+        return 200, {}, body
+
+    return answer
