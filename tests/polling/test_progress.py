@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import io
+import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,17 @@ from django.core.management import call_command
 from craft_apps.kernel.domain import AppSpec
 from craft_apps.management.commands.poll_craft_releases import RoundProgress, progress_on
 from tests.support import TWO_APPS, apps_setting, stand_in
+
+
+@pytest.fixture(autouse=True)
+def log_levels_kept() -> Iterator[None]:
+    """Give back the log levels and handlers the command sets, so later tests' caplog sees DEBUG."""
+    loggers = [logging.getLogger(), logging.getLogger("craft_apps")]
+    kept = [(each, each.level, list(each.handlers)) for each in loggers]
+    yield
+    for each, level, handlers in kept:
+        each.setLevel(level)
+        each.handlers[:] = handlers
 
 
 class Stream(io.StringIO):
