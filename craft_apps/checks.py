@@ -182,6 +182,11 @@ CHECKS: dict[str, Check] = {
         "{purge_url_setting} is {value!r}, which has no '{{path}}'; nothing is purged.",
         "Write where each path goes, e.g. 'http://127.0.0.1:6081{{path}}' for a Varnish on this host.",
     ),
+    "private_app_unknown": Check(
+        "craft_apps.W161",
+        "{private_setting} names {keys}, which {apps_setting} does not list; ignored.",
+        "Name only the keys of configured apps (docs/private.md).",
+    ),
     "redis_shared_url": Check(
         "craft_apps.W006",
         "{where}['LOCATION'] is also the LOCATION of {sharing}; "
@@ -214,6 +219,7 @@ def _context(problem: Problem) -> Mapping[str, Any]:
     details["metrics_setting"] = describe("METRICS_TOKEN")
     details["purge_kind_setting"] = describe("CDN_PURGE_KIND")
     details["purge_url_setting"] = describe("CDN_PURGE_URL")
+    details["private_setting"] = describe("PRIVATE_APPS")
     return details
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -180,6 +180,19 @@ def _parse_apps(value: object) -> object:
     return value  # read by parse_app_list, which reports each entry's problem itself
 
 
+def _parse_app_keys(value: object) -> tuple[str, ...]:
+    """App keys: one comma-separated string or a list of strings; lowercased, blanks dropped."""
+    if isinstance(value, str):
+        parts: list[object] = list(value.split(","))
+    elif isinstance(value, list | tuple):
+        parts = list(value)
+    else:
+        raise TypeError(value)
+    if not all(isinstance(part, str) for part in parts):
+        raise TypeError(value)
+    return tuple(dict.fromkeys(str(part).strip().lower() for part in parts if str(part).strip()))
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting: where it is read, how it is parsed, and how the docs document it.
@@ -279,6 +292,15 @@ SETTINGS: tuple[Setting, ...] = (
         _parse_apps,
         "a string like 'key=Name=org/repo,...'",
         _const(DEFAULT_APPS),
+    ),
+    Setting(
+        "PRIVATE_APPS",
+        "CRAFT_APPS_RELEASE_PRIVATE_APPS",
+        "str: comma-separated app keys (or a list of str)",
+        "none: every app is public ([private repositories](private.md))",
+        _parse_app_keys,
+        "a string like 'key,key'",
+        _const(()),
     ),
     Setting(
         "GITHUB_API_URL",
@@ -622,9 +644,19 @@ class CraftAppsSettings:
     MAX_BACKOFF_SECS = Value[int]("MAX_BACKOFF_SECS")
 
     def apps_resolved(self) -> Resolved[tuple[AppSpec, ...]]:
-        return self._memoized("APPS", _raw("APPS"), self._resolve_apps)
+        return self._memoized("APPS", (_raw("APPS"), _raw("PRIVATE_APPS")), self._resolve_apps)
 
     def _resolve_apps(self) -> Resolved[tuple[AppSpec, ...]]:
+        listed = self._listed_apps()
+        private = resolve("PRIVATE_APPS")
+        keys = {app.key for app in listed.value}
+        unknown = [key for key in private.value if key not in keys]
+        if unknown:
+            private.problems.append(Problem("private_app_unknown", {"keys": ", ".join(unknown)}))
+        apps = tuple(replace(app, private=app.key in private.value) for app in listed.value)
+        return Resolved(apps, listed.problems + private.problems)
+
+    def _listed_apps(self) -> Resolved[tuple[AppSpec, ...]]:
         raw = _raw("APPS")
         if raw is None:
             return Resolved(DEFAULT_APPS)
@@ -732,6 +764,8 @@ class CraftAppsSettings:
                 continue  # reported with CDN_PURGE_KIND, as one configuration
             elif setting.key == "CDN_PURGE_KIND":
                 found.extend(self.cdn_purge_resolved().problems)
+            elif setting.key == "PRIVATE_APPS":
+                continue  # reported with APPS, whose keys it names
             elif setting.key == "APPS":
                 found.extend(self.apps_resolved().problems)
             elif setting.key == "LEASE_RETRY_SECS":

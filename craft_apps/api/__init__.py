@@ -7,6 +7,8 @@ OpenAPI names, ``validators`` the ETag and ``If-None-Match``, ``negotiation``
 state version and channel, ``channels`` the ``?channel=`` parameter and the beta channel's
 answer, ``controls`` the release controls applied to a channel's answer, ``views`` the HTTP
 answers. Tauri apps' own updater: ``tauri`` its endpoint, ``tauri_answers`` its answers kept.
+Private apps: ``private_links`` their links made this server's, ``private_assets`` the view
+that redirects to GitHub's short-lived URL of a file.
 People: ``downloads`` the download links (the one
 "which file" rule), ``platforms`` the visitor's system, ``pages`` the downloads page and
 ``page_cache`` its rendered pages. Operators: ``health`` and ``metrics`` (with
@@ -20,7 +22,9 @@ directory, the caches, the notices feed): every view asks it.
 What it reads: the host's state file (every GET; at most once per 0.1 s for the endpoint) and
 the renames and notices in the site's database (``craft_apps.content.feed``, in a background
 thread, never on the request path); ``metrics`` also the prometheus multiprocess directory.
+A private app's file (``private_assets``) is the one request that asks GitHub: once per file
+per minute.
 Only the webhook writes, and it is the one place that talks to Redis: a verified delivery marks
-its apps due on the host's state file and, with coordination, in the fleet's Redis. Never
-GitHub, and no polling.
+its apps due on the host's state file and, with coordination, in the fleet's Redis. No
+polling.
 """

@@ -39,6 +39,7 @@ from typing import Any
 from craft_apps.api.answer import RECHECK_S, build_release_info
 from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
 from craft_apps.api.channels import STABLE, variant
+from craft_apps.api.private_links import served_privately
 from craft_apps.api.representation import EncodedAnswer, Refiner, SignatureSlot, answer_order, represent
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.conf import app_settings
@@ -65,6 +66,8 @@ logger = logging.getLogger("craft_apps.api.views")
 def encode_answer(
     release_info: ReleaseInfo, notices: Notices = NO_NOTICES, channel: str = STABLE, order_ms: int = 0
 ) -> EncodedAnswer:
+    # A private app's links point at this server's asset view (``private_links``).
+    release_info = served_privately(release_info, app_settings.APPS)
     response: dict[str, Any] = {"success": True, "release_info": release_info, **notices.contract()}
     data = GetCraftAppsReleaseInfoResponseSerializer(response).data
     cache_control = CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE

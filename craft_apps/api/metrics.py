@@ -36,6 +36,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, g
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from craft_apps.api import private_assets
 from craft_apps.api.caching import NOT_CACHEABLE
 from craft_apps.api.controls import known_tags
 from craft_apps.api.health import host_view, without_body
@@ -163,6 +164,7 @@ def registry() -> CollectorRegistry:
             notices_feed.LOOK_FAILURES,
             notices_feed.LEFT_OUT,
             kept_controls.FAILURES,
+            private_assets.FAILURES,
             report_meters.ANSWERS,
             report_meters.NOT_COUNTED,
             report_meters.COUNTED,

@@ -143,25 +143,27 @@ def parse_request(
     return TauriRequest(app_key, Platform(target, arch, bundle), current_version, current, channel, bucket)
 
 
-def update_body(update: Update) -> bytes:
-    """The 200's body: what the plugin's dynamic format reads."""
+def update_body(update: Update, absolute: Callable[[str], str] = str) -> bytes:
+    """The 200's body: what the plugin's dynamic format reads. A private app's ``url`` is this
+    server's path (``private_links``), made absolute with ``absolute``: the updater needs a URL."""
     published = update.release.published_at
+    url = update.file.url
     data: dict[str, Any] = {
         "version": update.version,
         "pub_date": None if published is None else format_rfc3339(published),
-        "url": update.file.url,
+        "url": absolute(url) if url.startswith("/") else url,
         "signature": update.file.signature,
         "notes": update.release.notes_markdown,
     }
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def answer_body(app: AppReleaseInfo, asked: TauriRequest) -> bytes:
+def answer_body(app: AppReleaseInfo, asked: TauriRequest, absolute: Callable[[str], str] = str) -> bytes:
     """The body for ``asked`` about ``app``: an update's JSON, or ``b""`` (a 204)."""
     if app.app_last_fetched is None:
         return _NO_UPDATE
     update = offer(app, asked.platform, asked.current, asked.bucket)
-    return _NO_UPDATE if update is None else update_body(update)
+    return _NO_UPDATE if update is None else update_body(update, absolute)
 
 
 def respond(
@@ -185,7 +187,7 @@ def respond(
     app = listed.release_info.apps.get(app_key)
     if app is None:
         return _refused(request, Refusal(f"no app {shown(app_key)} is configured", 404))
-    answer = web.tauri.get(asked.variant, answer_body(app, asked), listed)
+    answer = web.tauri.get(asked.variant, answer_body(app, asked, request.build_absolute_uri), listed)
     return _send(request, answer, now())
 
 

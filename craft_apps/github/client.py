@@ -36,7 +36,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Protocol
@@ -50,6 +50,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from craft_apps.conf import app_settings
+from craft_apps.github.links import segments_under
 from craft_apps.github.parsing import ReleaseRejected, read_release, read_release_list, rejudge
 from craft_apps.github.tauri_names import MANIFEST_NAME
 from craft_apps.github.updater_files import (
@@ -124,6 +125,7 @@ class GitHubClient:
         max_body_bytes: int = 4 * 1024 * 1024,
         user_agent: str = DEFAULT_USER_AGENT,
         deadlines: Deadlines | None = None,
+        private_repos: Iterable[str] = (),
     ) -> None:
         if connect_timeout <= 0 or total_timeout <= 0 or max_body_bytes <= 0:
             raise ValueError("timeouts and the body limit must be positive")
@@ -135,6 +137,8 @@ class GitHubClient:
         self._max_body_bytes = max_body_bytes
         self._user_agent = user_agent
         self._deadlines = deadlines or RealDeadlines()
+        # Their releases keep each asset's id, and their small files are read through the API.
+        self._private = frozenset(repo.lower() for repo in private_repos)
         trimmed = (token or "").strip()
         self._token = trimmed if _VISIBLE_ASCII.fullmatch(trimmed) else None
         self._token_unusable = bool(trimmed) and self._token is None
@@ -159,6 +163,7 @@ class GitHubClient:
             web_url=app_settings.GITHUB_WEB_URL,
             token=app_settings.GITHUB_TOKEN,
             clock=clock,
+            private_repos=[app.repo for app in app_settings.APPS if app.private],
         )
 
     def __repr__(self) -> str:
@@ -242,20 +247,28 @@ class GitHubClient:
 
     def _download(self, download: Download) -> bytes | Failed:
         """One small file: at most ``download.limit`` bytes within ``DOWNLOAD_TIMEOUT_S``,
-        following redirects (GitHub sends downloads to its file host) but never off https."""
+        following redirects (GitHub sends downloads to its file host) but never off https. A
+        private app's file is asked of the API with the token (``_private_download``)."""
         timeout = min(self._total_timeout, DOWNLOAD_TIMEOUT_S)
         connect = min(self._connect_timeout, timeout)
         headers = {"User-Agent": self._user_agent, "Accept": "application/octet-stream"}
+        url = download.url
+        if download.asset_id is not None:
+            private = self._private_download(download.url, download.asset_id)
+            if isinstance(private, Failed):
+                return private
+            url = private
+            headers.update(self._headers("", None), Accept="application/octet-stream")
         with _Deadline(timeout, self._deadlines) as deadline:
             try:
                 response = self._session.get(
-                    download.url,
+                    url,
                     headers=headers,
                     timeout=(connect, timeout),
                     stream=True,
                     allow_redirects=True,
                     hooks={"response": [self._refuse_insecure_redirect]},
-                    proxies=get_environ_proxies(download.url),
+                    proxies=get_environ_proxies(url),
                     verify=self._verify(),
                 )
             except requests.RequestException as exc:
@@ -268,6 +281,19 @@ class GitHubClient:
             if deadline.expired:
                 return Failed(f"no complete answer within {timeout:g} s")
             return body
+
+    def _private_download(self, link: str, asset_id: int) -> str | Failed:
+        """The API's URL of a private app's asset (its repository read from ``link``, which
+        the parser accepted as the release's own), or why it can't be asked for."""
+        segments = segments_under(link, f"{self._web_url}/")
+        if segments is None or len(segments) < 2:
+            return Failed("the file's link names no repository")
+        repo = f"{segments[0]}/{segments[1]}"
+        if repo.lower() not in self._private or not _is_repo_name(repo):
+            return Failed("the file is not of a private app")
+        if self._token is None:
+            return Failed("a private app's file needs a GitHub token or a GitHub App")
+        return f"{self._api_url}/repos/{repo}/releases/assets/{asset_id}"
 
     def _small_file(self, response: requests.Response, limit: int) -> bytes | Failed:
         if response.status_code != 200:
@@ -366,7 +392,9 @@ class GitHubClient:
             if listing:
                 return self._list_outcome(body, repo, response, redirected)
             try:
-                parsed = read_release(body, repo, self._web_url, renamed=redirected)
+                parsed = read_release(
+                    body, repo, self._web_url, renamed=redirected, keep_ids=repo.lower() in self._private
+                )
             except ReleaseRejected as rejected:
                 return Failed(f"unusable release: {rejected.reason}")
             moved = redirected and parsed.repo.lower() != repo.lower()
@@ -398,7 +426,9 @@ class GitHubClient:
         self, body: bytes, repo: str, response: requests.Response, redirected: bool
     ) -> ListOutcome:
         try:
-            parsed = read_release_list(body, repo, self._web_url, renamed=redirected)
+            parsed = read_release_list(
+                body, repo, self._web_url, renamed=redirected, keep_ids=repo.lower() in self._private
+            )
         except ReleaseRejected as rejected:
             return Failed(f"unusable release list: {rejected.reason}")
         return ListFetched(

@@ -31,6 +31,7 @@ from craft_apps.github.links import link_under, on_another_host, segments_under
 from craft_apps.github.tauri_names import tauri_platform
 from craft_apps.github.updater_files import updater_judged
 from craft_apps.kernel.domain import (
+    MAX_ASSET_ID,
     AssetPlatform,
     CraftAppArch,
     CraftAppOs,
@@ -84,12 +85,18 @@ def parse_release(body: bytes, repo: str, web_url: str = "https://github.com") -
 
 
 def read_release(
-    body: bytes, repo: str, web_url: str = "https://github.com", *, renamed: bool = False
+    body: bytes,
+    repo: str,
+    web_url: str = "https://github.com",
+    *,
+    renamed: bool = False,
+    keep_ids: bool = False,
 ) -> ParsedRelease:
     """``parse_release`` telling which repository the links were judged against and what was
     dropped. ``renamed``: GitHub redirected the request, so the answer may be another repository's
-    (the configured one renamed or transferred), and is judged as that repository's."""
-    return _read_object(_json_object(body), repo, web_url, renamed)
+    (the configured one renamed or transferred), and is judged as that repository's.
+    ``keep_ids``: each asset keeps GitHub's id (a private app's, served through its API)."""
+    return _read_object(_json_object(body), repo, web_url, renamed, keep_ids)
 
 
 @dataclass(frozen=True)
@@ -103,7 +110,12 @@ class ParsedList:
 
 
 def read_release_list(
-    body: bytes, repo: str, web_url: str = "https://github.com", *, renamed: bool = False
+    body: bytes,
+    repo: str,
+    web_url: str = "https://github.com",
+    *,
+    renamed: bool = False,
+    keep_ids: bool = False,
 ) -> ParsedList:
     """Reads ``GET /repos/{repo}/releases``: every entry judged by exactly the rules of
     ``read_release`` (one parser for the latest and the list). Raises ``ReleaseRejected`` when
@@ -120,7 +132,7 @@ def read_release_list(
         if item.get("draft") is True:
             continue
         try:
-            releases.append(_read_object(item, repo, web_url, renamed))
+            releases.append(_read_object(item, repo, web_url, renamed, keep_ids))
         except ReleaseRejected as rejected:
             tag = item.get("tag_name")
             named = f"release {one_line(tag, 80)!r}" if isinstance(tag, str) and tag else f"entry {index}"
@@ -128,7 +140,9 @@ def read_release_list(
     return ParsedList(releases=tuple(releases), refused=tuple(refused))
 
 
-def _read_object(release: dict[str, Any], repo: str, web_url: str, renamed: bool) -> ParsedRelease:
+def _read_object(
+    release: dict[str, Any], repo: str, web_url: str, renamed: bool, keep_ids: bool = False
+) -> ParsedRelease:
     draft = release.get("draft")
     if draft is not None and draft is not False:
         raise ReleaseRejected("the release is a draft (or its draft flag is not false)")
@@ -142,7 +156,8 @@ def _read_object(release: dict[str, Any], repo: str, web_url: str, renamed: bool
         or releases_page
     )
     dropped: Counter[str] = Counter()
-    assets = _assets(release.get("assets", []), f"{releases_page}download/", web_url, dropped)
+    download_prefix = f"{releases_page}download/"
+    assets = _assets(release.get("assets", []), download_prefix, web_url, dropped, keep_ids)
     parsed = Release(
         tag=tag,
         version=served_version(tag),
@@ -195,12 +210,14 @@ def rejudge(release: Release, repo: str, web_url: str = "https://github.com") ->
                 "size": asset.size_bytes,
                 "browser_download_url": asset.download_url,
                 "digest": None if asset.sha256 is None else f"sha256:{asset.sha256}",
+                "id": asset.asset_id,
             }
             for asset in release.assets
         ],
     }
     try:
-        judged = parse_release(json.dumps(answer).encode("utf-8"), repo, web_url)
+        # Ids are stored for a private app's assets only, so they are kept when there.
+        judged = read_release(json.dumps(answer).encode("utf-8"), repo, web_url, keep_ids=True).release
     except ReleaseRejected:
         return None
     return replace(judged, updater=updater_judged(release.updater, judged, web_url))
@@ -270,7 +287,7 @@ def _published_at(value: object) -> datetime | None:
 
 
 def _assets(
-    value: object, download_prefix: str, web_url: str, dropped: Counter[str]
+    value: object, download_prefix: str, web_url: str, dropped: Counter[str], keep_ids: bool = False
 ) -> tuple[ReleaseAsset, ...]:
     if not isinstance(value, list):
         raise ReleaseRejected(f"the release's assets are JSON {type(value).__name__}, not a list")
@@ -279,7 +296,7 @@ def _assets(
         if len(assets) == MAX_ASSETS:
             dropped["over_limit"] += len(value) - index
             break
-        asset = _asset(item, download_prefix, web_url)
+        asset = _asset(item, download_prefix, web_url, keep_ids)
         if isinstance(asset, str):
             dropped[asset] += 1
         else:
@@ -287,7 +304,7 @@ def _assets(
     return tuple(assets)
 
 
-def _asset(item: object, download_prefix: str, web_url: str) -> ReleaseAsset | str:
+def _asset(item: object, download_prefix: str, web_url: str, keep_ids: bool = False) -> ReleaseAsset | str:
     """The asset, or the reason (one of ``DROP_REASONS``) it is dropped."""
     if not isinstance(item, dict):
         return "not_an_asset"
@@ -309,7 +326,16 @@ def _asset(item: object, download_prefix: str, web_url: str) -> ReleaseAsset | s
         download_url=url,
         sha256=match.group(1).lower() if match else None,
         platform=parse_platform(name),
+        asset_id=_asset_id(item.get("id")) if keep_ids else None,
     )
+
+
+def _asset_id(value: object) -> int | None:
+    """GitHub's id of an asset, or None when it is not one (the asset is then not downloadable
+    through the API, so a private app doesn't serve it)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ASSET_ID:
+        return value
+    return None
 
 
 def is_valid_file_name(name: str) -> bool:

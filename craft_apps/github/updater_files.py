@@ -50,11 +50,13 @@ class UpdaterRejected(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Download:
-    """One small file to download: its asset name, link and the most bytes read of it."""
+    """One small file to download: its asset name, link and the most bytes read of it;
+    ``asset_id`` GitHub's id, kept for a private app's assets only (downloaded through the API)."""
 
     name: str
     url: str
     limit: int
+    asset_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +74,9 @@ def updater_plan(release: Release) -> tuple[Download, ...]:
     names = {asset.name for asset in release.assets}
     for asset in release.assets:
         if asset.name == MANIFEST_NAME:
-            return (Download(asset.name, asset.download_url, MAX_MANIFEST_BYTES),)
+            return (Download(asset.name, asset.download_url, MAX_MANIFEST_BYTES, asset.asset_id),)
     signatures = [
-        Download(asset.name, asset.download_url, MAX_SIGNATURE_BYTES)
+        Download(asset.name, asset.download_url, MAX_SIGNATURE_BYTES, asset.asset_id)
         for asset in release.assets
         if _signs_updatable(asset.name, names)
     ]

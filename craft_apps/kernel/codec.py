@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from craft_apps.kernel.domain import (
+    MAX_ASSET_ID,
     AssetPlatform,
     CraftAppArch,
     CraftAppOs,
@@ -46,7 +47,7 @@ def release_to_dict(release: Release) -> dict[str, Any]:
 
 def _asset_to_dict(asset: ReleaseAsset) -> dict[str, Any]:
     platform = asset.platform
-    return {
+    data: dict[str, Any] = {
         "name": asset.name,
         "size_bytes": asset.size_bytes,
         "download_url": asset.download_url,
@@ -59,6 +60,9 @@ def _asset_to_dict(asset: ReleaseAsset) -> dict[str, Any]:
             "package_type": platform.package_type.value,
         },
     }
+    if asset.asset_id is not None:  # a private app's only: the answer never lists it
+        data["asset_id"] = asset.asset_id
+    return data
 
 
 def encode_release(release: Release | None) -> str:
@@ -134,13 +138,21 @@ def _asset_from_dict(data: object) -> ReleaseAsset:
     if sha256 is not None and not isinstance(sha256, str):
         raise ValueError("asset.sha256 is not a string")
     platform = obj.get("platform")
+    asset_id = obj.get("asset_id")
+    if asset_id is not None and not _is_asset_id(asset_id):
+        raise ValueError("asset.asset_id is not a positive integer")
     return ReleaseAsset(
         name=_str(obj, "name"),
         size_bytes=size,
         download_url=_str(obj, "download_url"),
         sha256=sha256,
         platform=None if platform is None else _platform_from_dict(platform),
+        asset_id=asset_id,
     )
+
+
+def _is_asset_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ASSET_ID
 
 
 def _platform_from_dict(data: object) -> AssetPlatform:

@@ -58,6 +58,7 @@ class ReleaseAsset:
     download_url: str
     sha256: str | None  # lowercase hex, when GitHub published a digest
     platform: AssetPlatform | None  # None when the name doesn't follow the naming scheme
+    asset_id: int | None = None  # GitHub's id of the asset: kept for a private app's only
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,11 +137,13 @@ class HistoryFetch:
 
 @dataclass(frozen=True, slots=True)
 class AppSpec:
-    """One configured app: its key (lowercase machine name), display name and GitHub repo."""
+    """One configured app: its key (lowercase machine name), display name and GitHub repo;
+    ``private``: its releases are served through this server (``PRIVATE_APPS``)."""
 
     key: str
     name: str
     repo: str
+    private: bool = False
 
 
 # What a stored time, count and ETag may be, wherever an app's state is stored (the host's state
@@ -149,6 +152,7 @@ MAX_TIME_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z, the last instant 
 MAX_COUNT = 2**32 - 1  # the reference pods keep counts as u32
 MAX_ETAG_CHARS = 512  # GitHub's are about 70; an ETag goes back to GitHub in a header
 MAX_REPO_CHARS = 140  # owner (39) / name (100)
+MAX_ASSET_ID = 2**53 - 1  # GitHub's ids are JSON numbers: what a double holds exactly
 
 
 def is_stored_time(value: object) -> bool:
