@@ -281,7 +281,8 @@ def _purge_metrics(view: HostView) -> Iterable[Metric]:
     counters = view.counters
     yield _by_outcome(
         "craft_apps_cdn_purges",
-        "CDN purge requests of this host's pollers: purged (taken), retried, failed (given up).",
+        "CDN purge requests of this host's pollers: purged (taken), retried, failed (given up); "
+        "unconfirmed: changes purged after the longest wait, not every web process serving them.",
         PURGE_OUTCOMES,
         counters.purges,
     )

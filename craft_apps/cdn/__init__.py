@@ -6,6 +6,8 @@
 - ``purger``: the thread that looks at the answers, purges what changed with retries and
   backoff, each URL on its own, and records the outcome in the host's state file.
 - ``jobs``: the few threads the purge requests are sent on, side by side.
+- ``readiness``: when a change may be purged: once every web process of the host says it
+  serves it (``content.served_versions``), at most 2 s after it was seen.
 - ``wiring``: that thread made from the settings, reading the answers through a runtime.
 
 It reads the answers as a web process makes them (``api.runtime``), so it sits above the HTTP

@@ -8,8 +8,9 @@ change (``guard``). Its first look only learns what is served: a change made whi
 ran ages out as it would without purge.
 
 Each request of a change (one per URL, or per ``BAN`` prefix, or per Cloudflare call) is a job
-of its own on a few threads (``jobs``): it waits until ``SETTLE_S`` after the change was seen,
-when every web process of the host serves it, then is sent, and a failure is tried again after a
+of its own on a few threads (``jobs``): it waits until every web process of the host says it
+serves the change (``readiness``; at most ``SETTLE_S`` after the change was seen, then it is sent
+all the same, logged once and counted), then is sent, and a failure is tried again after a
 backoff (doubling, with jitter) until it is taken, refused for good (a 4xx: ``plan.Refused``),
 ``Retry.attempts`` tries are spent, or ``Retry.deadline_s`` passed since the change: by then the
 CDN's copy (a minute's ``max-age``) is due anyway. A URL that hangs or fails holds no other URL
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
@@ -31,16 +32,18 @@ from functools import partial
 from craft_apps.cdn.guard import OnceGuard
 from craft_apps.cdn.jobs import Jobs
 from craft_apps.cdn.plan import PurgeRequest, Refused, changed_paths, requests_for
+from craft_apps.cdn.readiness import Gate, Readiness, Settle
 from craft_apps.conf import PurgeTarget
+from craft_apps.content.served_versions import ServedReport
 from craft_apps.host.counters import CountersUpdate
 from craft_apps.kernel.clock import Clock
 from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
 
-LOOK_S = 1.0  # a change is seen within a second of a web process serving it
-# Between seeing a change and purging it: every web process of the host applies an edit within
-# 2 s (their feeds look every second), so the CDN's next fetch gets the new answer, not the old.
+LOOK_S = 0.25  # a change is seen within a quarter of a second of this thread's runtime serving it
+# The longest wait between seeing a change and purging it, for web processes that don't say they
+# serve it: each applies an edit within 2 s (their feeds look every second).
 SETTLE_S = 2.0
 STOP_WAIT_S = 1.5  # as the poller's own stop waits for its request in flight
 # Requests sent at once: a change makes at most three (two channels' URLs, two BAN prefixes, or
@@ -73,9 +76,15 @@ class Purger:
         retry: Retry = Retry(),
         on_close: Callable[[], None] = lambda: None,
         stop: threading.Event | None = None,  # the event ``clock.sleep`` wakes on, if any
+        version: Callable[[], int | None] = lambda: None,
+        served: Callable[[int], Sequence[ServedReport]] | None = None,
     ) -> None:
         self.target = target
         self._answers = answers  # path -> ETag of each cacheable answer
+        self._version = version  # the notices version the answers were made with
+        # What the host's web processes say they serve (None: no reports, a fixed settle).
+        self._gate = None if served is None else Gate(served, clock, retry.settle_s, self._settled)
+        self._unconfirmed = False  # the last change was purged without every process saying so
         self._is_leader = is_leader
         self._send = send
         self._record = record
@@ -96,6 +105,7 @@ class Purger:
         Returns the paths it purges."""
         try:
             now = dict(self._answers())
+            version = self._version()  # after the answers: at least the one they were made with
         except Exception as err:  # the look reads the state file and the database: never fatal
             if not self._look_failed:
                 logger.warning("Craft apps CDN purge: can't read the answers: %s", one_line(err, 200))
@@ -113,7 +123,7 @@ class Purger:
             others = ", ".join(path for path in changed if path not in mine)
             logger.debug("Craft apps CDN purge: another poller of the fleet purges %s.", others)
         if mine:
-            self.start_purge(mine, self._clock.now_ms(), settle=True)
+            self.start_purge(mine, self._clock.now_ms(), settle=True, version=version)
         return mine
 
     def purge(self, paths: tuple[str, ...], seen_ms: int | None = None) -> bool:
@@ -122,15 +132,21 @@ class Purger:
         outcomes = self.start_purge(paths, self._clock.now_ms() if seen_ms is None else seen_ms)
         return all([outcome.result() for outcome in outcomes])
 
-    def start_purge(self, paths: tuple[str, ...], seen_ms: int, settle: bool = False) -> list[Future[bool]]:
-        """One job per request that drops ``paths``, each sent ``settle_s`` after ``seen_ms``
-        if ``settle``; their outcomes (False: given up)."""
-        due_ms = seen_ms + round(self._retry.settle_s * 1000) if settle else seen_ms
+    def start_purge(
+        self, paths: tuple[str, ...], seen_ms: int, settle: bool = False, version: int | None = None
+    ) -> list[Future[bool]]:
+        """One job per request that drops ``paths``; with ``settle``, each is sent once every web
+        process serves notices ``version`` (at most ``settle_s`` after ``seen_ms``). Their
+        outcomes (False: given up)."""
+        wait: Settle | int | None = None
+        if settle:
+            due_ms = seen_ms + round(self._retry.settle_s * 1000)
+            wait = due_ms if self._gate is None else Settle(self._gate, seen_ms, version)
         outcomes = []
         for request in requests_for(self.target, paths):
             with self._newest_lock:
                 number = self._newest[request] = self._newest.get(request, 0) + 1
-            outcomes.append(self._jobs.submit(partial(self._job, request, number, seen_ms, due_ms)))
+            outcomes.append(self._jobs.submit(partial(self._job, request, number, seen_ms, wait)))
         return outcomes
 
     def finish(self, timeout_s: float) -> bool:
@@ -138,11 +154,35 @@ class Purger:
         ``timeout_s``."""
         return self._jobs.idle(timeout_s)
 
-    def _job(self, request: PurgeRequest, number: int, seen_ms: int, due_ms: int) -> bool:
-        wait_ms = due_ms - self._clock.now_ms()
-        if wait_ms > 0 and not self._clock.sleep(wait_ms / 1000):
+    def _job(self, request: PurgeRequest, number: int, seen_ms: int, wait: Settle | int | None) -> bool:
+        if isinstance(wait, Settle):
+            settled = wait.wait()
+        else:  # until a fixed instant, if any
+            wait_ms = 0 if wait is None else wait - self._clock.now_ms()
+            settled = wait_ms <= 0 or self._clock.sleep(wait_ms / 1000)
+        if not settled:
             return False  # stopping: the answer ages out
         return self._send_with_retries(request, number, seen_ms)
+
+    def _settled(self, outcome: Readiness, lagging: int, live: int) -> None:
+        """Counts a change purged without every web process saying it serves it; says so once."""
+        if outcome is Readiness.READY:
+            if self._unconfirmed:
+                logger.info(
+                    "Craft apps CDN purge: every web process of this host says it serves each change again."
+                )
+            self._unconfirmed = False
+            return
+        self._note(CountersUpdate(purges={"unconfirmed": 1}))
+        if not self._unconfirmed:
+            logger.warning(
+                "Craft apps CDN purge: %s %g s after the change; purging all the same.",
+                f"{lagging} of {live} web processes of this host didn't serve it yet"
+                if live
+                else "no web process of this host said which version it serves",
+                self._retry.settle_s,
+            )
+        self._unconfirmed = True
 
     def _taken_over(self, request: PurgeRequest, number: int) -> bool:
         """Whether a newer change's job sends ``request`` too: this one's retries aren't needed."""

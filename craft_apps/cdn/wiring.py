@@ -2,7 +2,9 @@
 
 It reads the answers through a runtime of its own (``api.runtime.Runtime``: the state file,
 the site's database through the notices feed, the same serving rule as the web processes), so
-the ETags it compares are the ones launchers get. None when no purge is configured.
+the ETags it compares are the ones launchers get, with the notices version they were made
+with; it purges a change once every web process of the host reports serving that version (in the
+state directory, ``content.served_versions``). None when no purge is configured.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from craft_apps.cdn.plan import answer_path
 from craft_apps.cdn.purger import Purger
 from craft_apps.cdn.sender import Sender
 from craft_apps.conf import app_settings
+from craft_apps.content.feed import NoticesFeed
+from craft_apps.content.served_versions import read_reports
 from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.host.counters import CountersUpdate, record
 from craft_apps.host.store import StateStore
@@ -41,8 +45,10 @@ def purger_from_settings(is_leader: Callable[[], bool]) -> Purger | None:
         return None
     stop = threading.Event()
     clock = SystemClock(stop)
-    runtime = Runtime(clock=clock)
-    store = StateStore(app_settings.STATE_DIR)
+    # Its feed reports no version: it is not a web process, and would always hold the change.
+    runtime = Runtime(clock=clock, feed=NoticesFeed(clock=clock, report_served=False))
+    state_dir = app_settings.STATE_DIR
+    store = StateStore(state_dir)
     sender = Sender(target)
 
     def note(update: CountersUpdate) -> None:
@@ -64,6 +70,8 @@ def purger_from_settings(is_leader: Callable[[], bool]) -> Purger | None:
         guard=_guard(),
         on_close=close,
         stop=stop,  # stopping ends the clock's sleep at once
+        version=runtime.feed.version,
+        served=lambda now_ms: read_reports(state_dir, now_ms),
     )
     return purger
 

@@ -27,6 +27,7 @@ from craft_apps.content.items import MAX_SERVED_PER_KIND, NO_NOTICES, Notices, S
 from craft_apps.content.kept_controls import KeptControls
 from craft_apps.content.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
 from craft_apps.content.pacer import Pacer
+from craft_apps.content.served_versions import Reporter
 from craft_apps.kernel.clock import Clock, SystemClock
 from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import NO_CHANNEL_APPS, ChannelApps
@@ -170,6 +171,7 @@ class NoticesFeed:
         stalled_s: float = LOOK_STALLED_S,
         keep_controls: bool = True,
         pace: bool | None = None,
+        report_served: bool | None = None,
     ) -> None:
         self.recheck_s = recheck_s
         self.keep_controls = keep_controls  # in the state directory's file (``kept_controls``)
@@ -182,6 +184,10 @@ class NoticesFeed:
         # are started by the calls alone, as tests on fake time want).
         paced = runner is None if pace is None else pace
         self._pacer = Pacer(self._beat, recheck_s) if paced else None
+        # After each look that read the database, which version it serves, for the CDN purge
+        # (None: when paced, as a web process's feed is; the purge thread's own says False).
+        reports = paced if report_served is None else report_served
+        self._report = Reporter() if reports else None
         self._lock = threading.Lock()
         self.clear()
 
@@ -247,6 +253,10 @@ class NoticesFeed:
         """Which apps each channel chosen per app is on for, as the last look left them (none
         before the first). Starts no look: ``current``, which every answer asks first, does."""
         return self._channel_apps
+
+    def version(self) -> int | None:
+        """The version marker the last look read (None before a look that read the database)."""
+        return self._version
 
     def controls_changed_ms(self) -> int | None:
         """When the site's notices and controls were last written (Unix ms), from the marker the
@@ -346,6 +356,10 @@ class NoticesFeed:
                     self._controls, self._controls_read = controls, True
             self._report_left_out(scheduled.left_out)
         self._keep(generation)
+        with self._lock:  # then says which version this process serves now
+            current, version = generation == self._generation, self._version
+        if self._report is not None and current:
+            self._report(version, self._clock.now_ms())
 
     def _keep(self, generation: int) -> None:
         """Makes sure the kept file holds what the database said, after every look that read

@@ -28,8 +28,9 @@ from craft_apps.kernel.domain import GitHubQuota, PollMode
 TABLE = "poller_counters"
 OUTCOMES = ("fetched", "not_modified", "failed", "rate_limited")  # a GitHub request's outcome
 MODES = tuple(mode.value for mode in PollMode)
-# A CDN purge request's outcome (``craft_apps.cdn``): taken, tried again, given up.
-PURGE_OUTCOMES = ("purged", "retried", "failed")
+# A CDN purge request's outcome (``craft_apps.cdn``): taken, tried again, given up; and a change
+# purged after the longest wait, without every web process saying it served it.
+PURGE_OUTCOMES = ("purged", "retried", "failed", "unconfirmed")
 UPDATER_OUTCOMES = ("fetched", "refused", "failed")  # a read of a release's updater files
 MAX_FAILURE_CHARS = 300
 

@@ -167,6 +167,7 @@ def test_given_up_it_says_so_once_in_the_log_the_metrics_and_the_status(
         "purged": 0,
         "retried": 3,
         "failed": 1,
+        "unconfirmed": 0,
     }
     assert samples["craft_apps_cdn_purge_last_failure_timestamp_seconds"][()] == fake_clock.now_ms() / 1000
     text = status()

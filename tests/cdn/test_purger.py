@@ -129,7 +129,7 @@ def test_a_failure_is_retried_with_backoff_then_taken(fake_clock: FakeClock, sta
     assert len(edge.sent) == 3
     assert fake_clock.sleeps == [0.5, 1.0]  # doubling; jitter of zero at random() = 0.5
     counters = read_counters(store)
-    assert dict(counters.purges) == {"purged": 1, "retried": 2, "failed": 0}
+    assert dict(counters.purges) == {"purged": 1, "retried": 2, "failed": 0, "unconfirmed": 0}
     assert counters.purge_ok_ms == fake_clock.now_ms() and counters.purge_failed_ms is None
 
 
@@ -146,7 +146,7 @@ def test_a_purge_never_taken_is_given_up_with_one_line_and_its_reason(
     assert len(lines) == 1 and "gave up on PURGE http://127.0.0.1:6081/x: HTTP 500, 4 tries" in lines[0]
     assert "tok" not in lines[0]
     counters = read_counters(store)
-    assert dict(counters.purges) == {"purged": 0, "retried": 3, "failed": 1}
+    assert dict(counters.purges) == {"purged": 0, "retried": 3, "failed": 1, "unconfirmed": 0}
     assert counters.purge_failed_ms == fake_clock.now_ms()
     assert counters.purge_failure == "PURGE http://127.0.0.1:6081/x: HTTP 500, 4 tries"
 
