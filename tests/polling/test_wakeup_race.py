@@ -11,7 +11,7 @@ after its tick. Every hand-over waits for an event: nothing depends on how fast 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,15 @@ from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.fleet.server import RedisServer
-from tests.polling.test_wakeup import PUBLISHED, Host
-from tests.polling.test_wakeup import github as github  # the fake GitHub on the hosts' clock
+from tests.polling.wakeup_hosts import PUBLISHED, Host, github_on
 from tests.support import PHOTOCRAFT
+
+
+@pytest.fixture
+def github(fake_clock: FakeClock) -> Iterator[FakeGitHub]:
+    with github_on(fake_clock) as server:
+        yield server
+
 
 # B's Redis calls in a tick that looks at a refresh, in order; "after": once its tick is done.
 POINTS = ("tick read", "check read", "claim", "after")
