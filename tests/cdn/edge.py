@@ -1,10 +1,12 @@
 """A CDN's purge endpoint for the purge tests: a real HTTP server in this process that records
 each request (method, path, ``Host``), sets an event per path when it got one, and answers 200,
-or, for the paths in ``hang``, nothing until ``release`` is set (then a 500)."""
+or, for the paths in ``hang``, nothing until ``release`` is set (then a 500). ``on_purge`` runs
+with each request's path before it is answered."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HANG_AT_MOST_S = 30  # a hanging path answers after this even if the test never releases it
@@ -21,7 +23,9 @@ def serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
 class PurgeEdge:
     """Takes ``PURGE`` requests; ``requests`` holds (method, path, Host) of each, as it came."""
 
-    def __init__(self, hang: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, hang: frozenset[str] = frozenset(), on_purge: Callable[[str], None] = lambda path: None
+    ) -> None:
         self.hang = hang
         self.release = threading.Event()
         self.requests: list[tuple[str, str, str | None]] = []
@@ -31,6 +35,7 @@ class PurgeEdge:
 
         class Handler(BaseHTTPRequestHandler):
             def do_PURGE(self) -> None:
+                on_purge(self.path)
                 edge.requests.append((self.command, self.path, self.headers.get("Host")))
                 edge.got(self.path).set()
                 if self.path in edge.hang:
