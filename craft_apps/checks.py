@@ -187,6 +187,24 @@ CHECKS: dict[str, Check] = {
         "{private_setting} names {keys}, which {apps_setting} does not list; ignored.",
         "Name only the keys of configured apps (docs/private.md).",
     ),
+    "private_app_no_credentials": Check(
+        "craft_apps.E161",
+        "{private_setting} names {keys}, but neither {token_setting} nor a GitHub App "
+        "({app_id_setting}) is set; GitHub answers 404 for a private repository without them.",
+        "Set a fine-grained token with Contents: read on those repositories, or a GitHub App "
+        "(docs/private.md).",
+    ),
+    "github_app_key_unusable": Check(
+        "craft_apps.E162",
+        "{setting} is not a usable GitHub App private key: {reason} (its value is not shown); "
+        "the GitHub App is not used.",
+        "Set it to the .pem GitHub made for the App (its text, or the file's path).",
+    ),
+    "github_app_incomplete": Check(
+        "craft_apps.E163",
+        "A GitHub App is half configured: {missing} is not set; the GitHub App is not used.",
+        "Set both {app_id_setting} and {app_key_setting}, or neither.",
+    ),
     "redis_shared_url": Check(
         "craft_apps.W006",
         "{where}['LOCATION'] is also the LOCATION of {sharing}; "
@@ -220,6 +238,9 @@ def _context(problem: Problem) -> Mapping[str, Any]:
     details["purge_kind_setting"] = describe("CDN_PURGE_KIND")
     details["purge_url_setting"] = describe("CDN_PURGE_URL")
     details["private_setting"] = describe("PRIVATE_APPS")
+    details["token_setting"] = describe("GITHUB_TOKEN")
+    details["app_id_setting"] = describe("GITHUB_APP_ID")
+    details["app_key_setting"] = describe("GITHUB_APP_PRIVATE_KEY")
     return details
 
 
@@ -251,6 +272,7 @@ SECRET_SETTINGS = (
     "SIGNING_KEY",
     "SIGNING_KEY_PREVIOUS",
     "CDN_PURGE_TOKEN",
+    "GITHUB_APP_PRIVATE_KEY",
 )
 
 
@@ -306,7 +328,16 @@ def configuration_problems() -> list[Finding]:
         problems.extend(alias_problems(app_settings.REDIS_ALIAS))
     problems.extend(metrics_problems())
     problems.extend(_github_url_problems(app_settings.GITHUB_API_URL, app_settings.GITHUB_WEB_URL))
+    problems.extend(_private_app_problems())
     return [finding(problem) for problem in problems]
+
+
+def _private_app_problems() -> list[Problem]:
+    """A private app with no credentials to read it: every request for it would be a 404."""
+    private = [app.key for app in app_settings.APPS if app.private]
+    if not private or app_settings.GITHUB_TOKEN is not None or app_settings.GITHUB_APP is not None:
+        return []
+    return [Problem("private_app_no_credentials", {"keys": ", ".join(private)})]
 
 
 def _github_url_problems(api_url: str, web_url: str) -> list[Problem]:

@@ -23,6 +23,7 @@ from craft_apps.kernel.signing import (
     MAX_VALIDITY_SECS,
     SigningConfig,
     SigningKey,
+    UnusableKey,
     parse_private_key,
 )
 
@@ -59,6 +60,8 @@ DEFAULT_APPS: tuple[AppSpec, ...] = (
     AppSpec("soundcraft", "SoundCraft", "storytold/soundcraft"),
     AppSpec("artcraft-launcher", "ArtCraft Launcher", "storytold/craft-launcher"),
 )
+
+GITHUB_APP_KEY_UNUSABLE = "github_app_key_unusable"
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -176,6 +179,51 @@ def _parse_signing_key(value: object) -> SigningKey | None:
     return parse_private_key(value)
 
 
+@dataclass(frozen=True)
+class GitHubAppKey:
+    """A GitHub App's RSA private key, read from a PEM or a file holding one; ``fingerprint``
+    tells two keys apart without showing either (the repr shows only it)."""
+
+    key: Any = field(repr=False)
+    fingerprint: str
+
+
+def _parse_github_app_key(value: object) -> GitHubAppKey | None:
+    """A PEM, or the path of a file holding one; blank means none. Raises ``UnusableKey``
+    (``github_app_key_unusable``) naming what is wrong, never the key."""
+    import hashlib
+
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    if not isinstance(value, str):
+        raise UnusableKey(GITHUB_APP_KEY_UNUSABLE, f"a {type(value).__name__}, not a PEM or a path")
+    text = value.strip()
+    if not text:
+        return None
+    if "-----BEGIN" not in text:
+        try:
+            text = Path(text).expanduser().read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError) as err:
+            reason = getattr(err, "strerror", None) or type(err).__name__
+            message = f"the file it names can't be read ({reason})"
+            raise UnusableKey(GITHUB_APP_KEY_UNUSABLE, message) from None
+    try:
+        key = load_pem_private_key(text.encode("ascii", errors="replace"), password=None)
+    except (ValueError, TypeError):
+        raise UnusableKey(GITHUB_APP_KEY_UNUSABLE, "not an unencrypted PEM private key") from None
+    if not isinstance(key, RSAPrivateKey):
+        raise UnusableKey(GITHUB_APP_KEY_UNUSABLE, "not an RSA key (GitHub Apps sign with RSA)")
+    return GitHubAppKey(key, hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def _parse_positive_id(value: object) -> int:
+    number = _parse_int(value)
+    if number <= 0:
+        raise ValueError(value)
+    return number
+
+
 def _parse_apps(value: object) -> object:
     return value  # read by parse_app_list, which reports each entry's problem itself
 
@@ -216,13 +264,13 @@ class Setting:
 
 
 def _interval_default() -> int:
-    if app_settings.GITHUB_TOKEN is not None:
+    if app_settings.GITHUB_TOKEN is not None or app_settings.GITHUB_APP is not None:
         return DEFAULT_INTERVAL_SECS_WITH_TOKEN
     return DEFAULT_INTERVAL_SECS_WITHOUT_TOKEN
 
 
 def _interval_minimum() -> int:
-    if app_settings.GITHUB_TOKEN is not None:
+    if app_settings.GITHUB_TOKEN is not None or app_settings.GITHUB_APP is not None:
         return MIN_INTERVAL_SECS_WITH_TOKEN
     return MIN_INTERVAL_SECS_WITHOUT_TOKEN
 
@@ -301,6 +349,34 @@ SETTINGS: tuple[Setting, ...] = (
         _parse_app_keys,
         "a string like 'key,key'",
         _const(()),
+    ),
+    Setting(
+        "GITHUB_APP_ID",
+        "CRAFT_APPS_RELEASE_GITHUB_APP_ID",
+        "str: a GitHub App's id (or its client id)",
+        "none: no App; with its key, used instead of `GITHUB_TOKEN` ([private repositories](private.md))",
+        _parse_text_or_default,
+        "a string",
+        _const(None),
+    ),
+    Setting(
+        "GITHUB_APP_PRIVATE_KEY",
+        "CRAFT_APPS_RELEASE_GITHUB_APP_PRIVATE_KEY",
+        "str: the App's private key, PEM, or the path of its `.pem` file",
+        "none (never logged, never written, never sent)",
+        _parse_github_app_key,
+        "a PEM private key or a file path",
+        _const(None),
+        secret=True,
+    ),
+    Setting(
+        "GITHUB_APP_INSTALLATION_ID",
+        "CRAFT_APPS_RELEASE_GITHUB_APP_INSTALLATION_ID",
+        "int",
+        "none: found per repository (`GET /repos/{owner}/{repo}/installation`)",
+        _parse_positive_id,
+        "a positive whole number",
+        _const(None),
     ),
     Setting(
         "GITHUB_API_URL",
@@ -674,6 +750,26 @@ class CraftAppsSettings:
 
     GITHUB_API_URL = Value[str]("GITHUB_API_URL")
 
+    def github_app_resolved(self) -> Resolved[GitHubApp | None]:
+        """The GitHub App the settings describe; None when neither its id nor its key is set,
+        or (with a problem) when only one of them is."""
+        app_id, key = resolve("GITHUB_APP_ID"), resolve("GITHUB_APP_PRIVATE_KEY")
+        installation = resolve("GITHUB_APP_INSTALLATION_ID")
+        problems = app_id.problems + key.problems + installation.problems
+        if app_id.value is None and key.value is None:
+            return Resolved(None, problems)
+        if app_id.value is None or key.value is None:
+            missing = "GITHUB_APP_ID" if app_id.value is None else "GITHUB_APP_PRIVATE_KEY"
+            unusable = any(problem.code == GITHUB_APP_KEY_UNUSABLE for problem in problems)
+            if not unusable:  # an unusable key is its own error already
+                problems.append(Problem("github_app_incomplete", {"missing": describe(missing)}))
+            return Resolved(None, problems)
+        return Resolved(GitHubApp(app_id.value, key.value, installation.value), problems)
+
+    @property
+    def GITHUB_APP(self) -> GitHubApp | None:
+        return self.github_app_resolved().value
+
     GITHUB_WEB_URL = Value[str]("GITHUB_WEB_URL")
 
     def state_dir_resolved(self) -> Resolved[Path]:
@@ -766,6 +862,10 @@ class CraftAppsSettings:
                 found.extend(self.cdn_purge_resolved().problems)
             elif setting.key == "PRIVATE_APPS":
                 continue  # reported with APPS, whose keys it names
+            elif setting.key in ("GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_INSTALLATION_ID"):
+                continue  # reported with GITHUB_APP_ID, as one configuration
+            elif setting.key == "GITHUB_APP_ID":
+                found.extend(self.github_app_resolved().problems)
             elif setting.key == "APPS":
                 found.extend(self.apps_resolved().problems)
             elif setting.key == "LEASE_RETRY_SECS":
@@ -788,6 +888,15 @@ class CraftAppsSettings:
         if not isinstance(configured, dict):
             return []
         return sorted(str(key) for key in configured if key not in BY_KEY)
+
+
+@dataclass(frozen=True)
+class GitHubApp:
+    """A GitHub App to authenticate as: its id, its key and, when configured, its installation."""
+
+    app_id: str
+    private_key: GitHubAppKey = field(repr=False)
+    installation_id: int | None = None
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@
 - ``updater_files``: what to download for a release's Tauri updater files (its ``latest.json``
   or its ``.sig`` files) and what of them is kept; the client downloads them.
 - ``asset_links``: a private release file's short-lived download URL, asked of the API and kept
-  a minute; ``credentials`` what authenticates those requests, as the settings describe.
+  a minute; ``credentials`` what authenticates GitHub's API, as the settings describe: a token,
+  or a GitHub App's installation tokens (``app_auth``).
 
 Nothing here knows about the state file, Redis or HTTP answers.
 """

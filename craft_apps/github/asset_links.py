@@ -25,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from craft_apps.conf import describe
 from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,10 @@ class Credentials(Protocol):
         """GitHub answered 401 with the value given: the next one is made anew."""
         ...
 
+    def problem(self, repo: str) -> str | None:
+        """Why ``authorization`` gave None for ``repo`` (one line naming a setting), or None."""
+        ...
+
 
 class StaticToken:
     """``GITHUB_TOKEN``: the same token for every repository."""
@@ -62,6 +67,11 @@ class StaticToken:
 
     def rejected(self, repo: str) -> None:
         """A static token can't be renewed."""
+
+    def problem(self, repo: str) -> str | None:
+        if self._token is not None:
+            return None
+        return f"no GitHub token or GitHub App is configured ({describe('GITHUB_TOKEN')})"
 
 
 @dataclass(frozen=True)
@@ -140,7 +150,8 @@ class AssetLinks:
     def _request(self, repo: str, asset_id: int) -> requests.Response | LinkFailed:
         authorization = self._credentials.authorization(repo)
         if authorization is None:
-            return LinkFailed("no GitHub token or GitHub App is configured", "no_credentials")
+            reason = self._credentials.problem(repo) or "no GitHub token or GitHub App is configured"
+            return LinkFailed(reason, "no_credentials")
         url = f"{self._api_url}/repos/{repo}/releases/assets/{asset_id}"
         headers = {
             "Accept": "application/octet-stream",

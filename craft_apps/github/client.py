@@ -49,7 +49,9 @@ from requests.utils import get_environ_proxies
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-from craft_apps.conf import app_settings
+from craft_apps.conf import app_settings, describe
+from craft_apps.github.asset_links import Credentials
+from craft_apps.github.credentials import credentials_from_settings
 from craft_apps.github.links import segments_under
 from craft_apps.github.parsing import ReleaseRejected, read_release, read_release_list, rejudge
 from craft_apps.github.tauri_names import MANIFEST_NAME
@@ -126,6 +128,7 @@ class GitHubClient:
         user_agent: str = DEFAULT_USER_AGENT,
         deadlines: Deadlines | None = None,
         private_repos: Iterable[str] = (),
+        credentials: Credentials | None = None,
     ) -> None:
         if connect_timeout <= 0 or total_timeout <= 0 or max_body_bytes <= 0:
             raise ValueError("timeouts and the body limit must be positive")
@@ -139,6 +142,8 @@ class GitHubClient:
         self._deadlines = deadlines or RealDeadlines()
         # Their releases keep each asset's id, and their small files are read through the API.
         self._private = frozenset(repo.lower() for repo in private_repos)
+        # A GitHub App's installation tokens (``app_auth``), used instead of ``token`` when given.
+        self._credentials = credentials
         trimmed = (token or "").strip()
         self._token = trimmed if _VISIBLE_ASCII.fullmatch(trimmed) else None
         self._token_unusable = bool(trimmed) and self._token is None
@@ -157,17 +162,21 @@ class GitHubClient:
 
     @classmethod
     def from_settings(cls, clock: Clock) -> GitHubClient:
-        """The client of ``GITHUB_API_URL``, ``GITHUB_WEB_URL`` and ``GITHUB_TOKEN``."""
+        """The client of ``GITHUB_API_URL``, ``GITHUB_WEB_URL`` and ``GITHUB_TOKEN`` (or the
+        GitHub App of ``GITHUB_APP_ID``, which then authenticates it instead)."""
+        credentials = credentials_from_settings()[0] if app_settings.GITHUB_APP is not None else None
         return cls(
             api_url=app_settings.GITHUB_API_URL,
             web_url=app_settings.GITHUB_WEB_URL,
             token=app_settings.GITHUB_TOKEN,
             clock=clock,
             private_repos=[app.repo for app in app_settings.APPS if app.private],
+            credentials=credentials,
         )
 
     def __repr__(self) -> str:
         token = "unusable" if self._token_unusable else ("set" if self._token else "none")
+        token = "GitHub App" if self._credentials is not None else token
         return f"GitHubClient(api_url={self._api_url!r}, web_url={self._web_url!r}, token={token})"
 
     def __enter__(self) -> GitHubClient:
@@ -257,8 +266,8 @@ class GitHubClient:
             private = self._private_download(download.url, download.asset_id)
             if isinstance(private, Failed):
                 return private
-            url = private
-            headers.update(self._headers("", None), Accept="application/octet-stream")
+            url, headers["Authorization"] = private
+            headers["X-GitHub-Api-Version"] = GITHUB_API_VERSION
         with _Deadline(timeout, self._deadlines) as deadline:
             try:
                 response = self._session.get(
@@ -282,18 +291,31 @@ class GitHubClient:
                 return Failed(f"no complete answer within {timeout:g} s")
             return body
 
-    def _private_download(self, link: str, asset_id: int) -> str | Failed:
+    def _private_download(self, link: str, asset_id: int) -> tuple[str, str] | Failed:
         """The API's URL of a private app's asset (its repository read from ``link``, which
-        the parser accepted as the release's own), or why it can't be asked for."""
+        the parser accepted as the release's own) and the ``Authorization`` to ask it with, or
+        why it can't be asked for."""
         segments = segments_under(link, f"{self._web_url}/")
         if segments is None or len(segments) < 2:
             return Failed("the file's link names no repository")
         repo = f"{segments[0]}/{segments[1]}"
         if repo.lower() not in self._private or not _is_repo_name(repo):
             return Failed("the file is not of a private app")
-        if self._token is None:
-            return Failed("a private app's file needs a GitHub token or a GitHub App")
-        return f"{self._api_url}/repos/{repo}/releases/assets/{asset_id}"
+        authorization = self._authorization(repo)
+        if authorization is None:
+            return Failed(self._no_credentials(repo))
+        return f"{self._api_url}/repos/{repo}/releases/assets/{asset_id}", authorization
+
+    def _authorization(self, repo: str) -> str | None:
+        """The ``Authorization`` header for a request about ``repo``, or None."""
+        if self._credentials is not None:
+            return self._credentials.authorization(repo)
+        return None if self._token is None else f"Bearer {self._token}"
+
+    def _no_credentials(self, repo: str) -> str:
+        """Why a private app's request can't be made: one line naming the settings."""
+        found = self._credentials.problem(repo) if self._credentials is not None else None
+        return found or f"a private app needs a GitHub token or a GitHub App ({describe('GITHUB_TOKEN')})"
 
     def _small_file(self, response: requests.Response, limit: int) -> bytes | Failed:
         if response.status_code != 200:
@@ -320,7 +342,21 @@ class GitHubClient:
     def _fetch(
         self, repo: str, etag: str | None, *, per_page: int | None = None
     ) -> FetchOutcome | ListOutcome:
-        """The latest release; or, with ``per_page``, the list of that many recent releases."""
+        """The latest release; or, with ``per_page``, the list of that many recent releases. A
+        GitHub App's token refused (401) is made anew and the request asked once more."""
+        outcome = self._fetch_once(repo, etag, per_page=per_page)
+        if (
+            self._credentials is not None
+            and isinstance(outcome, Failed)
+            and outcome.reason.startswith("HTTP 401")
+        ):
+            self._credentials.rejected(repo)
+            outcome = self._fetch_once(repo, etag, per_page=per_page)
+        return outcome
+
+    def _fetch_once(
+        self, repo: str, etag: str | None, *, per_page: int | None = None
+    ) -> FetchOutcome | ListOutcome:
         if not _is_repo_name(repo):
             return Failed(f"not a repository name: {_echo(repr(repo), secret=self._token)}")
         if self._token_unusable:
@@ -329,6 +365,8 @@ class GitHubClient:
         if per_page is not None:
             url = f"{self._api_url}/repos/{repo}/releases?per_page={per_page}"
         headers = self._headers(repo, etag)
+        if repo.lower() in self._private and "Authorization" not in headers:
+            return Failed(self._no_credentials(repo))  # GitHub would answer 404: no release
         with _Deadline(self._total_timeout, self._deadlines) as deadline:
             try:
                 response = self._session.get(
@@ -369,8 +407,9 @@ class GitHubClient:
                 logger.warning("Ignoring the stored ETag of %s: it is not a valid header value.", repo)
             else:
                 headers["If-None-Match"] = usable
-        if self._token is not None:
-            headers["Authorization"] = f"Bearer {self._token}"
+        authorization = self._authorization(repo)
+        if authorization is not None:
+            headers["Authorization"] = authorization
         return headers
 
     def _verify(self) -> bool | str:

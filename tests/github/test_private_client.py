@@ -3,7 +3,6 @@ id, and ``latest.json`` is read through the API with the token, the file host wi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 import responses
 
 from craft_apps.github.client import GitHubClient
-from craft_apps.kernel.source import Fetched, UpdaterFailed, UpdaterFetched
+from craft_apps.kernel.source import Failed, Fetched, UpdaterFailed, UpdaterFetched
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.tauri_release import UPDATER_KEYS
 
@@ -76,11 +75,16 @@ def test_latest_json_is_read_through_the_api_with_the_token(mocked: responses.Re
     assert "Authorization" not in host.request.headers  # requests drops it off the API's host
 
 
-def test_without_a_token_a_private_apps_file_is_not_asked_for(mocked: responses.RequestsMock) -> None:
-    with client(token=None) as github:
+def test_without_a_token_a_private_app_is_not_asked_for(mocked: responses.RequestsMock) -> None:
+    with client() as github:
         release = fetched(mocked, github).release
-        assert release is not None
-        outcome = github.fetch_updater(release)
-    assert isinstance(outcome, UpdaterFailed)
-    assert "needs a GitHub token or a GitHub App" in outcome.reason
-    assert json.dumps(outcome.reason).count("api.github.com") == 0
+    assert release is not None
+    mocked.calls.reset()
+    with client(token=None) as github:
+        latest = github.fetch_latest_release(REPO, None)
+        updater = github.fetch_updater(release)
+    assert isinstance(latest, Failed) and isinstance(updater, UpdaterFailed)
+    for reason in (latest.reason, updater.reason):
+        assert "a private app needs a GitHub token or a GitHub App" in reason
+        assert "CRAFT_APPS_RELEASE_GITHUB_TOKEN" in reason
+    assert len(mocked.calls) == 0  # GitHub would answer 404, which reads as "no release"
