@@ -1,9 +1,10 @@
 """``python -m bench``: every benchmark, each in a process of its own, then all the figures.
 
 Each benchmark runs as ``python -m bench.<name> ... --json FILE`` (so resident memory and CPU
-time are its own); their Markdown is put together under the machine's description and the
-commands that made it, printed, and with ``--docs`` written between the figure markers of
-docs/benchmarks.md. Sizes default to the full benchmark; the smoke test passes tiny ones.
+time are its own); ``bench.summary`` makes one table per benchmark from those figures, under
+the machine's description and with the command that made it, printed, and with ``--docs``
+written between the figure markers of docs/benchmarks.md. Sizes default to the full
+benchmark; the smoke test passes tiny ones.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from bench.endpoint import EndpointOptions
 from bench.fleet import FleetOptions
 from bench.footprint import FootprintOptions
 from bench.launcher import LauncherOptions
-from bench.report import machine, markdown_table, read_json_output, rewrite_figures
+from bench.report import machine, read_json_output, rewrite_figures
+from bench.summary import figures_markdown
 from craft_apps.kernel.compat import UTC
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,42 +109,26 @@ def _run(name: str, flags: list[str], output: Path) -> tuple[dict[str, Any], str
     return figures, text, elapsed
 
 
-TITLES = {
-    "fleet": "Fleet simulation",
-    "endpoint": "Endpoint under load",
-    "launcher": "What a launcher pays per poll",
-    "footprint": "Poller footprint",
-}
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     commands = _commands(args)
     # Other work on the machine lowers every requests/s figure (compare the side-by-side ratios).
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     results: dict[str, Any] = {}
-    sections: list[str] = []
+    runs: dict[str, tuple[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         for name, flags in commands.items():
-            figures, text, elapsed = _run(name, flags, Path(tmp) / f"{name}.json")
+            figures, _, elapsed = _run(name, flags, Path(tmp) / f"{name}.json")
             results[name] = figures
-            command = shlex.join(["python", "-m", f"bench.{name}", *flags])
-            sections.append(f"### {TITLES[name]}\n\n`{command}` ({elapsed:.0f} s)\n\n{text}")
+            runs[name] = (shlex.join(["python", "-m", f"bench.{name}", *flags]), elapsed)
     rows = machine()
     rows.insert(1, ("load average before the run (1, 5, 15 min)", load))
     results["machine"] = dict(rows)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    figures_markdown = "\n\n".join(
-        [
-            f"Figures of {stamp}, made by `bash .ci/bench`; each section names the command it ran.",
-            "### The machine",
-            markdown_table(["", ""], rows),
-            *sections,
-        ]
-    )
-    print(figures_markdown)
+    markdown = figures_markdown(results, runs, stamp, rows)
+    print(markdown)
     if args.docs:
-        rewrite_figures(args.docs, figures_markdown)
+        rewrite_figures(args.docs, markdown)
         print(f"\nFigures written to {args.docs}.", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str) + "\n")

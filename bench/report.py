@@ -116,6 +116,26 @@ def machine() -> list[tuple[str, str]]:
     ]
 
 
+def machine_line(rows: list[tuple[str, str]]) -> str:
+    """Return the machine's rows as one line, each tool by its version number alone."""
+    shown = dict(rows)
+    tools = ", ".join(
+        f"{name} {_version(shown[name])}" for name in ("Python", "Redis", "wrk", "nginx") if name in shown
+    )
+    django, _, gunicorn = shown.get("Django, gunicorn", "").partition(", ")
+    load = shown.get("load average before the run (1, 5, 15 min)")
+    return (
+        f"{shown.get('cores (nproc)', '?')} cores ({shown.get('CPU', '?')}), {shown.get('memory', '?')}, "
+        f"{shown.get('OS', '?')}, {tools}, Django {django}, gunicorn {gunicorn}"
+        + (f"; load average {load} before the run" if load else "")
+    )
+
+
+def _version(text: str) -> str:
+    found = re.search(r"\d+\.\d+(?:\.\d+)?", text)
+    return found.group(0) if found else text
+
+
 def _read(path: str) -> str:
     try:
         return Path(path).read_text(errors="replace")

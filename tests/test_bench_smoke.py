@@ -31,7 +31,7 @@ from bench.release_controls import (
     problem,
     write_controls,
 )
-from bench.report import FIGURES_END, FIGURES_START, rewrite_figures
+from bench.report import FIGURES_END, FIGURES_START, machine_line, rewrite_figures
 from bench.stats import max_in_window, percentile
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.api.answer import build_release_info
@@ -149,18 +149,38 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
 
     text = docs.read_text()
     figures_part = text[text.index(FIGURES_START) : text.index(FIGURES_END)]
-    titles = ("The machine", "Fleet simulation", "Endpoint under load", "What a launcher pays per poll")
-    for title in (*titles, "Poller footprint"):
-        assert f"### {title}" in figures_part
-    assert "| downloads page (" in figures_part and "| a download redirect (302) |" in figures_part
-    assert "| server CPU / request |" in figures_part
-    assert (
-        "| our endpoint, signed, brotli |" in figures_part
-        and "each signed path at least 0.95" in figures_part
-    )
-    assert "release controls in force on every row" in figures_part
-    assert "Release controls (`--controls`)" in figures_part and "stable 1.00, beta 1.00" in figures_part
+    assert "Made by `bash .ci/bench` on " in figures_part and " cores (" in figures_part, "the machine"
+    titles = ("Fleet simulation", "Endpoint under load", "What a launcher pays per poll", "Poller footprint")
+    sections = figures_part.split("\n### ")[1:]
+    assert [section.split("\n")[0] for section in sections] == list(titles)
+    for section in sections:  # one table each, under the command that made it and its date
+        assert (
+            section.count("\n|---") == 1
+            and "\n`python -m bench." in section
+            and " UTC, the machine" in section
+        )
+    ratios = endpoint_ratios(sections[1])
+    assert "| server CPU / request |" in sections[1]
+    for path in ("plain", "?channel=beta", "signed, brotli", "signed, If-None-Match: 304"):
+        assert ratios[path] > 0, f"{path}: its ratio to the bare view"
+    prefixes = ("brotli (", "gzip (", "If-None-Match: 304 (", "downloads page (")
+    assert all(any(path.startswith(prefix) for path in ratios) for prefix in prefixes)
+    assert "a download redirect (302), to plain" in ratios
+    assert f"Release controls in force on every row: {ROLLOUT_APP}" in figures_part
+    assert "Answers encoded per state version: stable 1.00, beta 1.00." in figures_part
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
+    assert "## Latest fixes (issue 38)" in text
+    assert len(text.split()) <= 2500, "the page stays short: one table per benchmark"
+
+
+def endpoint_ratios(section: str) -> dict[str, float]:
+    """Each endpoint row's ratio to its baseline by requests/s, by its path's name."""
+    table = section[section.index("|---") :].splitlines()[1:]
+    ratios = {}
+    for line in (line for line in table if line.startswith("| ")):
+        cells = [cell.strip() for cell in line.strip()[1:-1].split("|")]
+        ratios[cells[0]] = float(cells[-1].split(" (")[0]) if cells[-1] else 0.0
+    return ratios
 
 
 @ONE_AT_A_TIME
@@ -287,6 +307,25 @@ def test_the_figures_go_between_the_markers_and_nowhere_else(tmp_path: Path):
     with pytest.raises(ValueError, match="markers"):
         rewrite_figures(doc, "x")
     assert doc.read_text() == "no markers"
+
+
+def test_the_machine_is_one_line_with_each_tools_version():
+    rows = [
+        ("cores (nproc)", "2"),
+        ("load average before the run (1, 5, 15 min)", "0.4, 0.5, 0.6"),
+        ("CPU", "Xeon"),
+        ("memory", "23.5 GiB"),
+        ("OS", "Debian 12"),
+        ("Python", "3.11.7"),
+        ("Django, gunicorn", "5.2.19, 27.0.1"),
+        ("Redis", "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0"),
+        ("wrk", "not installed"),
+        ("nginx", "nginx version: nginx/1.22.1"),
+    ]
+    assert machine_line(rows) == (
+        "2 cores (Xeon), 23.5 GiB, Debian 12, Python 3.11.7, Redis 7.0.15, wrk not installed, "
+        "nginx 1.22.1, Django 5.2.19, gunicorn 27.0.1; load average 0.4, 0.5, 0.6 before the run"
+    )
 
 
 def test_small_helpers():
