@@ -3,5 +3,6 @@
 - ``clock``: a fake clock (sleeping moves it at once, randomness scripted);
 - ``demo_releases``: realistic, deterministic GitHub releases of the 13 Craft Apps;
 - ``tauri_release``: a release as tauri-action publishes one, with its small files' bytes;
-- ``fake_github``: the local GitHub stand-in (``python -m craft_apps.testing.fake_github``).
+- ``fake_github``: the local GitHub stand-in (``python -m craft_apps.testing.fake_github``);
+  ``private`` its private repositories, signed file URLs and GitHub Apps.
 """

@@ -20,6 +20,9 @@ may see them), newest first by ``published_at``, with an ETag of its own and the
 and rate limit; ``delete_release`` removes one (the latest falls back to the newest stable
 release left). Requests for it are recorded and counted like the latest's.
 
+Private repositories (404 without a token), their files through expiring signed URLs and
+GitHub Apps' token exchange are ``private``'s (``FakeGitHub.private``).
+
 It also serves the web side of a release (``/{owner}/{repo}/releases/download/{tag}/{name}``,
 ``/{owner}/{repo}/releases/tag/{tag}``) with a line of text, so links work offline when
 ``web_url`` is its own URL. ``hold_download`` makes one of those files hang: its requests get
@@ -52,6 +55,7 @@ from urllib.parse import unquote, urlsplit
 
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
 from craft_apps.testing.demo_releases import demo_files, demo_releases
+from craft_apps.testing.private import PrivateGitHub
 
 logger = logging.getLogger(__name__)
 
@@ -304,6 +308,7 @@ class FakeGitHub:
         self._rate_limits = _RateLimits(window_s, now)
         self._user_ids: dict[str, int] = {}
         self._held_paths: set[str] = set()  # web-side files whose requests get no answer
+        self.private = PrivateGitHub(now)  # private repositories and GitHub Apps
         self._held_open = 0
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -474,6 +479,15 @@ class FakeGitHub:
         listing = _LIST_PATH.match(parts.path)
         match = _RELEASES_PATH.match(parts.path) or listing
         repo = f"{unquote(match[1])}/{unquote(match[2])}" if match else None
+        # Private repositories, their files and GitHub Apps (``private``) come first.
+        replied = self.private.answer(method, parts.path, parts.query, headers, self.url, self._find_asset)
+        web = _WEB_PATH.match(parts.path)
+        gated = repo or (f"{unquote(web[1])}/{unquote(web[2])}" if web else None)
+        replied = replied or (self.private.refused(gated, headers.get("authorization")) if gated else None)
+        if replied is not None:
+            with self._lock:
+                self._requests.append(RecordedRequest(method, path, repo, dict(headers), replied[0], arrived))
+            return _Answer(*replied)
         with self._lock:
             held = parts.path in self._held_paths
             self._held_open += held  # open from the moment it is recorded
@@ -484,6 +498,20 @@ class FakeGitHub:
             answer = web_page or self._decide(method, repo, headers, client_ip, per_page)
             self._requests.append(RecordedRequest(method, path, repo, dict(headers), answer.status, arrived))
         return answer
+
+    def _find_asset(self, repo: str, asset_id: int) -> tuple[dict[str, Any], bytes | None] | None:
+        """``repo``'s asset ``asset_id`` in any release it lists, and the bytes published for it."""
+        with self._lock:
+            latest = self._releases.get(repo.lower())
+            releases = [
+                r for r in self._listed.get(repo.lower(), []) if latest is None or r is not latest.release
+            ]
+            files = latest.files if latest is not None else {}
+            for release in ([latest.release] if latest is not None else []) + releases:
+                for asset in release.get("assets") or []:
+                    if isinstance(asset, dict) and asset.get("id") == asset_id:
+                        return copy.deepcopy(asset), files.get(str(asset.get("name")))
+        return None
 
     def _web_page(self, path: str) -> _Answer | None:
         """A release's file or page on the web side (``web_url``), or None for any other path.
