@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from datetime import datetime
@@ -31,6 +32,8 @@ from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.cdn.support import Nginx, Server, Varnish, until_listening
 from tests.support import free_port, release_event, webhook_headers
+
+SAVED = "saved"  # what the yank's process says once its row is saved
 
 ROOT = Path(__file__).resolve().parent.parent
 PATH = "/v1/craft_apps/release_info"
@@ -171,11 +174,19 @@ class Origin:
 
     def yank(self, tag: str) -> None:
         """A yank of ``tag`` of the first app, saved as the admin saves it (``python -m
-        bench.cdn_site yank TAG`` on the origin's database; the row is saved as it ends)."""
+        bench.cdn_site yank TAG`` on the origin's database). Returns as soon as the process
+        says the row is saved, not when it has ended (its exit takes up to a second)."""
         command = [sys.executable, "-m", "bench.cdn_site", "yank", tag]
-        done = subprocess.run(command, env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=60)
-        if done.returncode != 0:
-            raise RuntimeError(f"the yank failed: {done.stderr[-500:]}")
+        process = subprocess.Popen(
+            command, env=self.env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        said = process.stdout.readline()  # "saved" right after the row's commit, or "" at exit
+        if said.strip() == SAVED:
+            threading.Thread(target=process.communicate, daemon=True).start()  # let it end
+            return
+        _, errors = process.communicate(timeout=60)
+        raise RuntimeError(f"the yank failed: {errors[-500:]}")
 
 
 def save_yank(tag: str) -> None:
@@ -217,3 +228,4 @@ if __name__ == "__main__":
 
     django.setup()
     save_yank(sys.argv[2])
+    print(SAVED, flush=True)
