@@ -44,6 +44,7 @@ PAGES = (
     "architecture",
     "benchmarks",
     "cdn",
+    "private",
     "changelog",
     "contributing",
     "security",

@@ -76,6 +76,15 @@ class PrivateGitHub:
         self._issued: dict[str, tuple[int, float]] = {}  # token -> (installation, expiry)
         self.exchanges = 0  # installation tokens made
 
+    def now(self) -> float:
+        """This server's clock, which signed URLs and tokens expire on."""
+        return self._now()
+
+    def issued_tokens(self) -> list[str]:
+        """Every installation token made (for a test to look for it where it must not be)."""
+        with self._lock:
+            return list(self._issued)
+
     def make_private(self, repo: str) -> None:
         with self._lock:
             self._private.add(repo.lower())

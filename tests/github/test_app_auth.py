@@ -13,8 +13,6 @@ from pathlib import Path
 import jwt
 import pytest
 import responses
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from craft_apps.checks import configuration_problems
 from craft_apps.conf import app_settings
@@ -22,14 +20,12 @@ from craft_apps.github.app_auth import RENEW_BEFORE_S, AppCredentials
 from craft_apps.github.client import GitHubClient
 from craft_apps.kernel.source import Failed, Fetched
 from craft_apps.testing.clock import FakeClock
+from tests.support.github_app import APP_KEY, APP_PEM
 
 API = "https://api.github.com"
 PRIVATE = "storytold/artcraft"
 PUBLIC = "storytold/photocraft"
-KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-PEM = KEY.private_bytes(
-    serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-).decode()
+KEY, PEM = APP_KEY, APP_PEM
 T0 = 1_800_000_000.0
 RELEASE = (Path(__file__).parent / "fixtures" / "tauri_action_release.json").read_bytes()
 
@@ -76,6 +72,18 @@ def credentials(now: Now, installation_id: int | None = None) -> AppCredentials:
     )
 
 
+def app_client(app: AppCredentials) -> GitHubClient:
+    """The poller's client of a private repository, authenticated as the App."""
+    return GitHubClient(
+        api_url=API,
+        web_url="https://github.com",
+        token=None,
+        clock=FakeClock(),
+        private_repos=[PRIVATE],
+        credentials=app,
+    )
+
+
 def test_the_jwt_is_rs256_signed_by_the_apps_key_and_short_lived(mocked) -> None:
     now = Now()
     exchanges(mocked, now)
@@ -106,14 +114,7 @@ def test_a_401_makes_a_new_token_once_and_asks_again(mocked) -> None:
     latest = f"{API}/repos/{PRIVATE}/releases/latest"
     mocked.get(latest, status=401, json={"message": "Bad credentials"})
     mocked.get(latest, body=RELEASE)
-    client = GitHubClient(
-        api_url=API,
-        web_url="https://github.com",
-        token=None,
-        clock=FakeClock(),
-        private_repos=[PRIVATE],
-        credentials=credentials(now),
-    )
+    client = app_client(credentials(now))
     outcome = client.fetch_latest_release(PRIVATE, None)
     assert isinstance(outcome, Fetched) and outcome.release is not None
     asked = [call.request.headers["Authorization"] for call in mocked.calls if call.request.url == latest]
@@ -125,14 +126,7 @@ def test_a_401_makes_a_new_token_once_and_asks_again(mocked) -> None:
 def test_an_installation_that_cant_see_a_private_repo_is_one_line_naming_the_setting(mocked, caplog) -> None:
     now = Now()
     mocked.get(f"{API}/repos/{PRIVATE}/installation", json={"id": 99})
-    client = GitHubClient(
-        api_url=API,
-        web_url="https://github.com",
-        token=None,
-        clock=FakeClock(),
-        private_repos=[PRIVATE],
-        credentials=credentials(now, installation_id=77),
-    )
+    client = app_client(credentials(now, installation_id=77))
     with caplog.at_level(logging.ERROR):
         outcomes = [client.fetch_latest_release(PRIVATE, None) for _ in range(3)]
     assert all(isinstance(outcome, Failed) for outcome in outcomes)
