@@ -17,7 +17,7 @@ from craft_apps.api.channels import CHANNELS
 from craft_apps.api.runtime import Runtime
 from craft_apps.cdn.guard import OnceGuard
 from craft_apps.cdn.plan import answer_path
-from craft_apps.cdn.purger import Purger
+from craft_apps.cdn.purger import LOOK_S, Purger
 from craft_apps.cdn.sender import Sender
 from craft_apps.conf import app_settings
 from craft_apps.content.feed import NoticesFeed
@@ -45,8 +45,10 @@ def purger_from_settings(is_leader: Callable[[], bool]) -> Purger | None:
         return None
     stop = threading.Event()
     clock = SystemClock(stop)
-    # Its feed reports no version: it is not a web process, and would always hold the change.
-    runtime = Runtime(clock=clock, feed=NoticesFeed(clock=clock, report_served=False))
+    # Its feed looks as often as the thread does (a web process's, once a second), so the web
+    # processes, not this thread, are what a purge waits for; it reports no version of its own.
+    feed = NoticesFeed(recheck_s=LOOK_S, clock=clock, report_served=False)
+    runtime = Runtime(clock=clock, feed=feed)
     state_dir = app_settings.STATE_DIR
     store = StateStore(state_dir)
     sender = Sender(target)
