@@ -186,3 +186,16 @@ def test_a_private_app_without_credentials_is_error_e161(settings) -> None:
         "GITHUB_APP_PRIVATE_KEY": PEM,
     }
     assert not [f for f in configuration_problems() if f.id == "craft_apps.E161"]
+
+
+def test_with_an_app_set_the_token_is_not_used(settings) -> None:
+    from craft_apps.github.credentials import credentials_from_settings
+
+    settings.CRAFT_APPS = {
+        "GITHUB_TOKEN": "ghp_notused0123456789",
+        "GITHUB_APP_ID": "1",
+        "GITHUB_APP_PRIVATE_KEY": PEM,
+    }
+    assert isinstance(credentials_from_settings()[0], AppCredentials)
+    client = GitHubClient.from_settings(FakeClock())
+    assert "token=GitHub App" in repr(client) and "ghp_" not in repr(client)
