@@ -1,11 +1,9 @@
 """Which version of the site's notices and controls each web process of the host serves.
 
-After each look that read the site's database, a web process's feed writes its pid, the version
-marker it now serves and the time to ``<STATE_DIR>/serving/<pid>.json`` (written aside, then
-moved in place: a reader never sees half a file). The purge thread reads them all
-(``craft_apps.cdn``) to purge a change as soon as every web process serves it. A process that
-stopped (or whose look hangs) stops writing: its report ages, and a reader leaves it out.
-"""
+After each look that read the database, a web process's feed writes its pid, that version and the
+time to ``<STATE_DIR>/serving/<pid>.json`` (moved in place whole). The CDN purge reads them all
+to purge a change once every web process serves it; a process gone stops writing, its report
+ages. See docs/cdn.md ("Purge on change")."""
 
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.cdn.plan import RELEASE_INFO
+from craft_apps.cdn.plan import RELEASE_INFO, PurgeRequest
 from craft_apps.cdn.purger import SETTLE_S, Purger
 from craft_apps.cdn.readiness import POLL_S, STALE_MS, Readiness, readiness
+from craft_apps.conf import PurgeTarget
 from craft_apps.content.feed import NoticesFeed
 from craft_apps.content.served_versions import (
     FORGET_AFTER_MS,
@@ -24,9 +25,9 @@ from craft_apps.content.served_versions import (
 )
 from craft_apps.host.counters import CountersUpdate
 from craft_apps.testing.clock import FakeClock
-from tests.cdn.test_purger import TARGET, Edge
 from tests.content.support import Monotonic, alert
 
+TARGET = PurgeTarget("http", "http://127.0.0.1:6081{path}", "PURGE", "https://updates.example.com", 1.0)
 SEEN = 1_000_000
 LONGEST = 2000
 V1, V2 = 10, 20
@@ -92,6 +93,16 @@ def test_a_web_process_says_which_version_it_serves_after_each_look(
     assert second.version is not None and second.version == feed.version()
     assert second.version > (first.version or 0)
     assert second.at_ms == fake_clock.now_ms()
+
+
+class Edge:
+    """The CDN: takes every purge request it is sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[PurgeRequest] = []
+
+    def __call__(self, request: PurgeRequest) -> None:
+        self.sent.append(request)
 
 
 class Host:
