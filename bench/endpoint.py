@@ -381,7 +381,7 @@ class ChangeWriter(threading.Thread):
             self.error = err
         finally:
             lease.release()
-            self.store.close_current_thread()
+            self.store.file.connections.close_current_thread()
 
 
 def serves_change(url: str, change: tuple[str, int] | None, workers: int) -> bool:

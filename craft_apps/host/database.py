@@ -1,24 +1,10 @@
-"""The one way into the host's state file: opening, a connection per thread, fork safety,
-transactions, the file's identity, and one line for every way it can fail.
+"""The one way into the host's state file: opening it, transactions, its identity, its errors.
 
-Every table of the state file (apps, backoff, lease, counters, drops, due marks, deliveries)
-is read and written through a ``StateFile``; nothing else in the package connects to SQLite.
-
-- Opening never creates the file (``mode=ro``/``rw``: only ``craft_apps.host.schema`` makes one,
-  whole and private) and never follows a symbolic link: not the file's, nor its ``-wal``'s or
-  ``-shm``'s, through which SQLite would write wherever the link points.
-- Each thread of a process keeps its own connection (SQLite connections are not to be shared
-  between threads); one whose thread ended is closed when the next one is kept.
-- A connection a forked child inherited (gunicorn ``--preload``) is never used in the child,
-  and never closed there either (closing could disturb the parent's locks): it is only kept
-  referenced, by the ``StateFile`` it came with.
-- The file's identity is (device, inode, change time): a file made anew may get the inode
-  number of the one deleted before it, but not its change time (linking it into place sets
-  that). A connection is used only while the path still names the file it was opened on. The
-  change time also moves when a checkpoint folds the ``-wal`` into the file (every 1,000 pages
-  written, or when the last connection closes): then connections are opened again and the
-  writer checks the file again, which costs a few milliseconds, and nothing is lost.
-- Every ``sqlite3.Error`` becomes ``StateUnavailable``, one line naming the file and why.
+``StateFile`` is how every table of the file is read and written; nothing else in the package
+connects to SQLite. Opening never creates the file (only ``schema`` makes one) and never follows
+a symbolic link. ``read(work)`` and ``run(db, begin, work)`` return what ``work`` returns, in
+one transaction; every ``sqlite3.Error`` becomes ``StateUnavailable``, one line naming the file
+and why. Each thread's connections are kept in ``connections``.
 """
 
 from __future__ import annotations
@@ -27,18 +13,17 @@ import contextlib
 import os
 import sqlite3
 import stat
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from craft_apps.host.connections import FileId, ThreadConnections
 from craft_apps.kernel.compat import sqlite_errorname
 from craft_apps.kernel.text import one_line
 
-T = TypeVar("T")
+__all__ = ["FileId", "StateFile", "StateFileMissing", "StateUnavailable"]
 
-FileId = tuple[int, int, int]  # (st_dev, st_ino, st_ctime_ns)
+T = TypeVar("T")
 
 
 class StateUnavailable(Exception):
@@ -49,22 +34,13 @@ class StateFileMissing(StateUnavailable):
     """There is no state file where a writer (or the endpoint) expected one: it was deleted."""
 
 
-@dataclass
-class _Held:
-    db: sqlite3.Connection
-    file_id: FileId  # of the file it was opened on
-
-
 class StateFile:
     """Connections to the state file at ``path``; safe to share between threads and across fork."""
 
     def __init__(self, path: Path, *, busy_timeout_s: float) -> None:
         self.path = Path(path).absolute()
         self.busy_timeout_s = busy_timeout_s
-        # Connections a forked child got from its parent: never used, never closed (see above).
-        self.inherited: list[sqlite3.Connection] = []
-        self._pid = os.getpid()  # the process the connections below belong to
-        self._pool: dict[tuple[int, bool], _Held] = {}  # (thread id, writable) -> connection
+        self.connections = ThreadConnections()  # each thread's, in this process
 
     def __repr__(self) -> str:
         return f"StateFile({str(self.path)!r})"
@@ -73,7 +49,13 @@ class StateFile:
 
     def identity(self) -> FileId | None:
         """The file's identity, None when there is none: one lstat. A different identity means
-        another file. Raises StateUnavailable (a symbolic link, say)."""
+        another file. Raises StateUnavailable (a symbolic link, say).
+
+        The identity is (device, inode, change time): a file made anew may get the inode number
+        of the one deleted before it, but not its change time (linking it into place sets that).
+        The change time also moves when a checkpoint folds the ``-wal`` into the file: then
+        connections are opened again and the writer checks the file again; nothing is lost.
+        """
         result = stat_state_file(self.path)
         return None if result is None else (result.st_dev, result.st_ino, result.st_ctime_ns)
 
@@ -103,16 +85,14 @@ class StateFile:
 
     def connection(self, *, writable: bool, checked: FileId | None = None) -> sqlite3.Connection | None:
         """This thread's connection; None when there is no file, or (``writable``) when the file
-        there is not the one ``checked`` for writing. The identity is looked at on every call, so
+        there is not the one ``checked`` for writing. The identity is read on every call, so
         a replaced or deleted file is noticed instead of reading a stale inode forever."""
-        self._after_fork()
-        key = (threading.get_ident(), writable)
         file_id = self.identity()
-        held = self._pool.get(key)
+        held = self.connections.held(writable=writable)
         if held is not None and held.file_id == file_id:
             return held.db
         if held is not None:
-            self._forget(key)
+            self.connections.forget(writable=writable)
         if file_id is None or (writable and file_id != checked):
             return None
         try:
@@ -121,51 +101,12 @@ class StateFile:
             if self.identity() is None:  # deleted between stat and open
                 return None
             raise
-        self.keep(db, file_id, writable=writable)
+        self.connections.keep(db, file_id, writable=writable)
         return db
-
-    def keep(self, db: sqlite3.Connection, file_id: FileId, *, writable: bool) -> None:
-        """Makes ``db`` (open on the file ``file_id``) this thread's connection, closing the one
-        it replaces and those of threads that ended."""
-        self._after_fork()
-        key = (threading.get_ident(), writable)
-        self._forget(key)
-        threading.current_thread()  # registers a thread Python did not start, so it counts as alive
-        alive = {thread.ident for thread in threading.enumerate()}
-        for other in [other for other in self._pool if other[0] not in alive]:
-            self._forget(other)
-        self._pool[key] = _Held(db, file_id)
-
-    def held_file(self, *, writable: bool) -> FileId | None:
-        """The identity of the file this thread's connection is open on; None without one."""
-        self._after_fork()
-        held = self._pool.get((threading.get_ident(), writable))
-        return None if held is None else held.file_id
 
     def close(self) -> None:
         """Closes this process's connections (those of every thread: call it at shutdown)."""
-        self._after_fork()
-        for key in list(self._pool):
-            self._forget(key)
-
-    def close_current_thread(self) -> None:
-        """Closes the calling thread's connections, for threads that end before the process."""
-        self._after_fork()
-        for writable in (False, True):
-            self._forget((threading.get_ident(), writable))
-
-    def _forget(self, key: tuple[int, bool]) -> None:
-        held = self._pool.pop(key, None)
-        if held is not None:
-            with contextlib.suppress(sqlite3.Error):
-                held.db.close()
-
-    def _after_fork(self) -> None:
-        pid = os.getpid()
-        if pid != self._pid:  # a forked child: its parent's connections are not its own
-            self.inherited.extend(held.db for held in self._pool.values())
-            self._pool.clear()
-            self._pid = pid
+        self.connections.close()
 
     # ---- transactions ----------------------------------------------------------------------
 

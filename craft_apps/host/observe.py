@@ -1,6 +1,6 @@
 """Everything an operator may ask about this host's state file, read in one call.
 
-The health endpoint, the metrics and ``craft_apps_status`` all look through ``observe``, so they
+The health endpoint, the metrics and ``craft_apps_status`` all read through ``observe``, so they
 see the same things the same way: the apps and the backoff, the poller lease and the poller's
 counters, and what the poller dropped or was told (``drops``). It never raises: a file that
 can't be used comes back with ``problem`` set (one line naming the file and why) and nothing
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from craft_apps.host.counters import PollerCounters, read_counters
 from craft_apps.host.drops import Drop, read_drops
+from craft_apps.host.lease_table import read_lease
 from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
 
 
@@ -41,7 +42,7 @@ def observe(store: StateStore) -> HostView:
     try:
         exists = store.path.exists()
         snapshot = store.read()
-        row = store.lease_row(store.lease_name)
+        row = read_lease(store, store.lease_name)
         counters = read_counters(store)
         drops = read_drops(store)
     except StateUnavailable as err:

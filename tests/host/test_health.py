@@ -15,6 +15,7 @@ from craft_apps.host.health import (
     parse_rules,
 )
 from craft_apps.host.lease import Lease
+from craft_apps.host.lease_table import read_lease
 from craft_apps.host.observe import observe
 from craft_apps.host.store import Fence, StateStore
 from craft_apps.kernel.domain import AppState
@@ -61,7 +62,7 @@ def test_an_app_not_fetched_yet_is_stale_whatever_its_failures(
 def test_a_killed_poller_counts_from_its_lease_expiry(
     healthy: StateStore, writer: Lease, fake_clock: FakeClock
 ):
-    expires_ms = healthy.lease_row("poller")[2]  # type: ignore[index]
+    expires_ms = read_lease(healthy, "poller")[2]  # type: ignore[index]
     assert lines(healthy, expires_ms + 32 * S, rules=["poller"]) == []
     [problem] = lines(healthy, expires_ms + 32 * S + 1, rules=["poller"])
     assert problem.startswith("poller: no active poller for 32 s (since ")

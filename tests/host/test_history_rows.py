@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from craft_apps.host.lease import Lease
+from craft_apps.host.remake import recreate
 from craft_apps.host.store import DB_FILENAME, Fence, FenceRejected, HistoryFetch, StateSnapshot, StateStore
 from craft_apps.kernel.domain import Backoff, Release
 from craft_apps.testing.clock import FakeClock
@@ -94,8 +95,8 @@ def test_a_deleted_file_made_anew_keeps_the_history(store: StateStore, writer: L
     assert writer.fence is not None
     history = {"photocraft": ((release("0.4.0"),), HistoryFetch('"l-2"', 7, "storytold/photocraft"))}
     store.path.unlink()
-    assert store.recreate(
-        "poller", writer.fence, expires_ms=10**12, apps={}, backoff=Backoff(), history=history
+    assert recreate(
+        store, "poller", writer.fence, expires_ms=10**12, apps={}, backoff=Backoff(), history=history
     )
     snapshot = StateStore(store.state_dir).read()
     assert snapshot.history == {"photocraft": (release("0.4.0"),)}

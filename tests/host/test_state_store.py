@@ -19,6 +19,7 @@ import pytest
 from craft_apps.conf import app_settings
 from craft_apps.host import app_rows
 from craft_apps.host.lease import Lease
+from craft_apps.host.remake import recreate
 from craft_apps.host.store import (
     DB_FILENAME,
     FORMAT_VERSION,
@@ -361,11 +362,11 @@ def test_a_symbolic_link_beside_the_file_is_refused_too(
 
 def test_a_deleted_file_is_made_anew_only_where_there_is_none(store: StateStore, fence: Fence) -> None:
     apps = {"photocraft": fetched()}
-    assert not store.recreate("poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
+    assert not recreate(store, "poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
     assert store.read().apps == {}, "a file that is there is never replaced"
     for path in store.state_dir.iterdir():
         path.unlink()
-    assert store.recreate("poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
+    assert recreate(store, "poller", fence, expires_ms=START_MS, apps=apps, backoff=Backoff())
     assert store.read() == StateSnapshot(1, apps, Backoff())
     assert all(p.name.startswith(DB_FILENAME) for p in store.state_dir.iterdir()), "nothing left aside"
     assert mode(store.path) == 0o600
@@ -461,7 +462,7 @@ def test_threads_each_use_their_own_connection(store: StateStore, fence: Fence) 
             mine = seen.setdefault(threading.get_ident(), [])
             for _ in range(40):
                 mine.append(reader.read().version)
-            connections.append(reader._connection(writable=False))
+            connections.append(reader.writer.connection(writable=False))
             all_running.wait()  # no thread ends before all have their connection
         except BaseException as err:
             errors.append(err)
@@ -485,20 +486,23 @@ def test_threads_each_use_their_own_connection(store: StateStore, fence: Fence) 
 @pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
 def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateStore, fence: Fence) -> None:
     store.put_app("photocraft", fetched(), fence=fence)
-    parent_reader = store._connection(writable=False)
-    parent_writer = store._connection(writable=True)
+    parent_reader = store.writer.connection(writable=False)
+    parent_writer = store.writer.connection(writable=True)
     assert parent_reader is not None and parent_writer is not None
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report and leave without running any pytest machinery
         verdict = b"?"
         try:
-            child_reader = store._connection(writable=False)
+            child_reader = store.writer.connection(writable=False)
             snapshot = store.read()
             store.put_app("filmcraft", fetched(), fence=fence)
-            child_writer = store._connection(writable=True)
+            child_writer = store.writer.connection(writable=True)
             fresh = child_reader not in (None, parent_reader) and child_writer not in (None, parent_writer)
-            kept = parent_reader in store.file.inherited and parent_writer in store.file.inherited
+            kept = (
+                parent_reader in store.file.connections.inherited
+                and parent_writer in store.file.connections.inherited
+            )
             verdict = b"ok" if fresh and kept and "photocraft" in snapshot.apps else b"reused"
         except BaseException as err:
             verdict = repr(err).encode()[:300]
@@ -511,7 +515,7 @@ def test_a_connection_opened_before_fork_is_not_used_in_the_child(store: StateSt
     os.waitpid(pid, 0)
     assert verdict == b"ok"
     # The parent's connections still work, and see what the child wrote.
-    assert store._connection(writable=False) is parent_reader
+    assert store.writer.connection(writable=False) is parent_reader
     assert sorted(store.read().apps) == ["filmcraft", "photocraft"]
     assert store.put_app("photocraft", fetched(START_MS + 1), fence=fence)
 
