@@ -187,6 +187,12 @@ CHECKS: dict[str, Check] = {
         "{private_setting} names {keys}, which {apps_setting} does not list; ignored.",
         "Name only the keys of configured apps (docs/private.md).",
     ),
+    "private_app_relative_links": Check(
+        "craft_apps.W162",
+        "{private_setting} names {keys}, but {public_url_setting} is not set; their download URLs "
+        "are relative paths on this server until it is.",
+        "Set it to the public base URL launchers use, e.g. 'https://updates.example.com' (docs/private.md).",
+    ),
     "private_app_no_credentials": Check(
         "craft_apps.E161",
         "{private_setting} names {keys}, but neither {token_setting} nor a GitHub App "
@@ -241,6 +247,7 @@ def _context(problem: Problem) -> Mapping[str, Any]:
     details["token_setting"] = describe("GITHUB_TOKEN")
     details["app_id_setting"] = describe("GITHUB_APP_ID")
     details["app_key_setting"] = describe("GITHUB_APP_PRIVATE_KEY")
+    details["public_url_setting"] = describe("CDN_PUBLIC_URL")
     return details
 
 
@@ -333,11 +340,16 @@ def configuration_problems() -> list[Finding]:
 
 
 def _private_app_problems() -> list[Problem]:
-    """A private app with no credentials to read it: every request for it would be a 404."""
+    """A private app with no credentials to read it (every request for it would be a 404), or
+    whose links are relative paths (no ``CDN_PUBLIC_URL``)."""
     private = [app.key for app in app_settings.APPS if app.private]
-    if not private or app_settings.GITHUB_TOKEN is not None or app_settings.GITHUB_APP is not None:
+    if not private:
         return []
-    return [Problem("private_app_no_credentials", {"keys": ", ".join(private)})]
+    keys = {"keys": ", ".join(private)}
+    found = [] if app_settings.CDN_PUBLIC_URL is not None else [Problem("private_app_relative_links", keys)]
+    if app_settings.GITHUB_TOKEN is None and app_settings.GITHUB_APP is None:
+        found.insert(0, Problem("private_app_no_credentials", keys))
+    return found
 
 
 def _github_url_problems(api_url: str, web_url: str) -> list[Problem]:

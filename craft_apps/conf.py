@@ -772,6 +772,8 @@ class CraftAppsSettings:
 
     GITHUB_WEB_URL = Value[str]("GITHUB_WEB_URL")
 
+    CDN_PUBLIC_URL = Value[str | None]("CDN_PUBLIC_URL")
+
     def state_dir_resolved(self) -> Resolved[Path]:
         inputs = (_raw("STATE_DIR"), getattr(settings, "BASE_DIR", None), os.environ.get("HOME"))
         return self._memoized("STATE_DIR", inputs, lambda: resolve("STATE_DIR"))

@@ -4,10 +4,11 @@ GitHub answers an anonymous download of a private repository's file with a 404, 
 named in ``PRIVATE_APPS`` each asset's ``download_url`` (the answer's, the download links', the
 downloads page's) and each Tauri updater file's ``url`` become the path of
 ``GET /v1/craft_apps/assets/<app_key>/<asset_id>/<name>`` (``api.private_assets``), which
-redirects to the short-lived URL GitHub gives for that asset. An asset stored without GitHub's
-id (a release fetched before the app was marked private) can't be asked for, so it is left out
-until the poller reads the release again. Public apps are returned as they are. Nothing here
-does I/O: the path is made by ``path_of``.
+redirects to the short-lived URL GitHub gives for that asset: an absolute URL on
+``CDN_PUBLIC_URL`` when it is set, else the path (check W162 warns). An asset stored without
+GitHub's id (a release fetched before the app was marked private) can't be asked for, so it is
+left out until the poller reads the release again. Public apps are returned as they are. Nothing
+here does I/O: the link is made by ``path_of``.
 """
 
 from __future__ import annotations
@@ -31,11 +32,26 @@ def asset_path(app_key: str, asset_id: int, name: str) -> str:
         return reverse("private_asset", kwargs=kwargs)
 
 
-def served_privately(info: ReleaseInfo, apps: Iterable[AppSpec], path_of: PathOf = asset_path) -> ReleaseInfo:
-    """``info`` with the links of every private app's releases pointing at the asset view."""
+def asset_link(public_url: str | None) -> PathOf:
+    """The asset view's URL on ``public_url`` (``CDN_PUBLIC_URL``); its path when that is None."""
+    if public_url is None:
+        return asset_path
+    base = public_url.rstrip("/")
+    return lambda app_key, asset_id, name: base + asset_path(app_key, asset_id, name)
+
+
+def served_privately(
+    info: ReleaseInfo, apps: Iterable[AppSpec], path_of: PathOf | None = None
+) -> ReleaseInfo:
+    """``info`` with the links of every private app's releases pointing at the asset view
+    (by default on ``CDN_PUBLIC_URL``, ``asset_link``)."""
     private = {app.key for app in apps if app.private}
     if not private.intersection(info.apps):
         return info
+    if path_of is None:
+        from craft_apps.conf import app_settings
+
+        path_of = asset_link(app_settings.CDN_PUBLIC_URL)
     listed = {
         key: _app_privately(key, app, path_of) if key in private else app for key, app in info.apps.items()
     }

@@ -145,7 +145,7 @@ def parse_request(
 
 def update_body(update: Update, absolute: Callable[[str], str] = str) -> bytes:
     """The 200's body: what the plugin's dynamic format reads. A private app's ``url`` is this
-    server's path (``private_links``), made absolute with ``absolute``: the updater needs a URL."""
+    server's (``private_links``), a path made absolute with ``absolute``: the updater needs a URL."""
     published = update.release.published_at
     url = update.file.url
     data: dict[str, Any] = {

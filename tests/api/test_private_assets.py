@@ -15,8 +15,8 @@ from django.test import Client
 
 from craft_apps.api import private_assets
 from craft_apps.api.answer_cache import AnswerCache
-from craft_apps.api.runtime import runtime
 from craft_apps.api.private_assets import REDIRECT_CACHE
+from craft_apps.api.runtime import runtime
 from craft_apps.github.asset_links import KEEP_S, AssetLinks, LinkFailed, StaticToken
 from craft_apps.github.parsing import read_release
 from craft_apps.kernel.controls import YANK, Control
@@ -87,6 +87,51 @@ def test_the_tauri_updater_gets_an_absolute_url_of_the_asset_view(private_site, 
     answer = client.get("/v1/craft_apps/updates/tauri/artcraft/windows/x86_64/0.36.0")
     assert answer.status_code == 200
     assert json.loads(answer.content)["url"] == "http://testserver" + ASSET_PATH
+
+
+PUBLIC_URL = "https://updates.example.com"
+
+
+def test_with_cdn_public_url_every_link_of_a_private_app_is_absolute_on_it(
+    private_site, client: Client, settings, install_runtime
+):
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "CDN_PUBLIC_URL": PUBLIC_URL + "/"}
+    install_runtime(recheck_s=0.0)
+    apps = json.loads(client.get(RELEASE_INFO_URL).content)["release_info"]["apps"]
+    urls = [asset["download_url"] for asset in apps["artcraft"]["latest_release"]["assets"]]
+    assert PUBLIC_URL + ASSET_PATH in urls
+    assert all(url.startswith(PUBLIC_URL + "/v1/craft_apps/assets/artcraft/") for url in urls)
+    link = client.get("/v1/craft_apps/download/artcraft/windows/x64")
+    assert link.status_code == 302 and link["Location"] == PUBLIC_URL + ASSET_PATH
+    page = client.get("/craft_apps/downloads/artcraft/").content.decode()
+    assert f'href="{PUBLIC_URL}/v1/craft_apps/assets/artcraft/' in page
+    tauri = client.get("/v1/craft_apps/updates/tauri/artcraft/windows/x86_64/0.36.0")
+    assert json.loads(tauri.content)["url"] == PUBLIC_URL + ASSET_PATH
+
+
+def test_cdn_public_url_leaves_a_public_apps_answer_byte_for_byte(
+    state_dir: Path, client: Client, settings, install_runtime
+):
+    settings.CRAFT_APPS = {"APPS": apps_setting((ARTCRAFT,)), "STATE_DIR": str(state_dir)}
+    release = read_release(FIXTURE.read_bytes(), ARTCRAFT.repo).release
+    publish(state_dir, {"artcraft": AppState(latest_release=release, fetched_ms=FETCHED_MS)})
+    install_runtime(recheck_s=0.0)
+    before = client.get(RELEASE_INFO_URL).content
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "CDN_PUBLIC_URL": PUBLIC_URL}
+    install_runtime(recheck_s=0.0)
+    assert client.get(RELEASE_INFO_URL).content == before
+    assert b"releases/download" in before and PUBLIC_URL.encode() not in before
+
+
+def test_a_private_app_without_cdn_public_url_is_warning_w162(private_site, settings):
+    from craft_apps.checks import configuration_problems
+
+    [found] = [f for f in configuration_problems() if f.id == "craft_apps.W162"]
+    assert "CDN_PUBLIC_URL" in found.msg and "artcraft" in found.msg and "relative" in found.msg
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "CDN_PUBLIC_URL": PUBLIC_URL}
+    assert not [f for f in configuration_problems() if f.id == "craft_apps.W162"]
+    settings.CRAFT_APPS = {**settings.CRAFT_APPS, "PRIVATE_APPS": "", "CDN_PUBLIC_URL": ""}
+    assert not [f for f in configuration_problems() if f.id == "craft_apps.W162"]
 
 
 @responses.activate
