@@ -274,8 +274,8 @@ def whole_hash_read_bytes(client: redis.Redis, counter: RedisCounter, poller: Po
     before = counter.bytes
     pipe = client.pipeline(transaction=False)
     for app in poller.config.apps:
-        pipe.hgetall(poller.shared.app_key(app.key))
-    pipe.hgetall(poller.shared.backoff_key)
+        pipe.hgetall(poller.shared.entries.app_key(app.key))
+    pipe.hgetall(poller.shared.entries.backoff_key)
     pipe.execute()
     return counter.bytes - before
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from craft_apps.conf import app_settings
 from craft_apps.fleet.connection import poller_redis_client
 from craft_apps.fleet.due import SharedDueMarks
-from craft_apps.fleet.store import RedisTrouble
+from craft_apps.fleet.errors import RedisTrouble
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateUnavailable
 

@@ -1,14 +1,10 @@
-"""The operators' release controls in the fleet's Redis, so a host that can't read the site's
-database when it starts still applies them.
+"""The operators' release controls in the fleet's Redis, for a host that can't read the
+site's database when it starts.
 
-One hash, ``<prefix>controls`` (``controls_key``; no app key can make it collide: entries are
-``app:…``, histories ``history:…``). Its fields: ``v`` (this format, "1"), ``controls`` (the
-controls as text, opaque here: ``content.kept_controls`` encodes them, and its decoder is
-passed in to read them) and
-``read_ms`` (when the poller that wrote them read them from the site's database). It is written
-whole by the entries' guarded write, the later read winning (``domain.newer_wins``), by every
-poller whose read found controls other than its last; it expires after the entries' TTL (7
-days, ``entry.APP_TTL_MS``). Read as untrusted input: a hash that doesn't decode reads as none.
+One hash, ``<prefix>controls``: ``v`` ("1"), ``controls`` (their text, decoded by the caller's
+decoder) and ``read_ms`` (when a poller read them from the database). Written whole, the later
+read winning, with the entries' 7-day TTL. ``SharedControls.read(decode)`` returns the
+controls and ``read_ms``, or None when absent or unreadable; ``write`` returns whether written.
 """
 
 from __future__ import annotations
@@ -17,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from craft_apps.fleet.entry import FORMAT_VERSION, text_fields
+from craft_apps.fleet.guarded_writes import GuardedWrite, GuardedWriter
+from craft_apps.fleet.key_reads import KeyReader
 from craft_apps.kernel.domain import is_stored_time
 
 FIELD_CONTROLS = "controls"
@@ -54,3 +52,39 @@ def decode_controls(raw: Mapping[str | bytes, str | bytes], decode: Callable[[st
         return decode(text), int(read)
     except ValueError as err:
         raise ValueError(f"they don't read as controls: {err}") from err
+
+
+class SharedControls:
+    """The release controls key on the fleet's Redis."""
+
+    def __init__(self, reads: KeyReader, writes: GuardedWriter, *, key_prefix: str) -> None:
+        self._reads = reads
+        self._writes = writes
+        self.key = controls_key(key_prefix)
+
+    def read(self, decode: Callable[[str], T]) -> tuple[T, int] | None:
+        """The release controls a poller shared last, as ``decode`` reads their text (a
+        ValueError: unreadable), and when it read them; None when absent or unreadable (logged
+        once, as every key)."""
+        [found] = self._reads.read_hashes(
+            f"reading {self.key}", [self.key], lambda fields: decode_controls(fields, decode)
+        )
+        return found
+
+    def present(self) -> bool:
+        """Whether Redis holds the shared controls key at all (one EXISTS): a flush or a lapse
+        is put right by the next poller that read the database."""
+        [reply] = self._reads.pipelined(f"looking for {self.key}", [("EXISTS", self.key)])
+        return reply == 1
+
+    def write(self, text: str, read_ms: int) -> bool:
+        """Shares the release controls read from the site's database at ``read_ms``, unless
+        Redis holds a later read; False then."""
+        write = GuardedWrite(
+            key=self.key,
+            time_field=FIELD_READ_MS,
+            time_ms=read_ms,
+            fields=controls_fields(text, read_ms),
+            full=True,
+        )
+        return self._writes.apply(write)

@@ -15,7 +15,7 @@ makes one host ask. Keys, beside those of ``fleet.entry``, under the same prefix
   someone holding the secret can't fill Redis; the key itself lapses a day after its last write.
 
 Every method raises ``RedisTrouble`` (one line, no credentials), never a redis-py error
-(``fleet.store.redis_trouble``).
+(``fleet.errors.redis_trouble``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import redis
 
 from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
 from craft_apps.fleet.entry import decode_time
-from craft_apps.fleet.store import RedisOperation, redis_trouble
+from craft_apps.fleet.errors import RedisOperation, redis_trouble
 
 DUE_TTL_MS = 24 * 3600 * 1000
 DELIVERY_TTL_MS = 24 * 3600 * 1000

@@ -1,5 +1,5 @@
 -- A guarded write of one shared hash, decided on the server in one step. The same rule, in
--- Python, is craft_apps.fleet.store.decide_write, whose time guard is craft_apps.kernel.domain.newer_wins
+-- Python, is craft_apps.fleet.guarded_writes.decide_write, whose time guard is craft_apps.kernel.domain.newer_wins
 -- (tests run every case through the script, the WATCH path and decide_write).
 --
 -- KEYS[1]   the hash

@@ -1,15 +1,10 @@
 """Each app's release history in the fleet's Redis: one hash per app, beside the entries.
 
-The key is ``<prefix>history:<app>`` (``history_key``): the reference's per-app hash
-(``<prefix>app:<app>``, ``entry``) keeps its fields and format, so a host of 0.2 or a
-reference pod reading the same Redis sees nothing new, and no app key can make it collide with
-an entry or the backoff (they are ``app:…`` and ``backoff``). Its fields: ``v`` (this format,
-"1"), ``releases`` (the history as ``codec.encode_releases``' JSON list, newest first),
-``etag`` and ``fetched_ms`` (GitHub's release list's ETag and when it was fetched) and
-``repo`` (the repository it is of). It is written whole, by the guarded write of the entries
-(newer ``fetched_ms`` wins, ``domain.newer_wins``), and expires after the entries' TTL (7
-days, ``entry.APP_TTL_MS``): a history unrefreshed that long is of an app nobody polls. Read
-as untrusted input: a hash that doesn't decode reads as none.
+The key is ``<prefix>history:<app>``; its fields ``v`` ("1"), ``releases`` (JSON, newest
+first), ``etag``, ``fetched_ms`` and ``repo`` (the release list it came from). Written whole,
+the newer ``fetched_ms`` winning, with the entries' 7-day TTL; a hash that doesn't decode reads
+as none. ``SharedHistories.read(app_keys)`` returns each app's history (releases and fetch) or
+None; ``write(app, releases, fetch)`` returns whether it was written.
 """
 
 from __future__ import annotations
@@ -17,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from craft_apps.fleet.entry import FORMAT_VERSION, text_fields
+from craft_apps.fleet.guarded_writes import GuardedWrite, GuardedWriter
+from craft_apps.fleet.key_reads import KeyReader
 from craft_apps.kernel.codec import decode_releases, encode_releases
 from craft_apps.kernel.domain import (
     HistoryFetch,
@@ -68,3 +65,36 @@ def decode_history(raw: Mapping[str | bytes, str | bytes]) -> SharedHistory:
     repo = fields.get(FIELD_REPO) or None
     fetch = HistoryFetch(etag, int(fetched), repo if is_stored_repo(repo) else None)
     return decode_releases(fields.get(FIELD_RELEASES)), fetch
+
+
+class SharedHistories:
+    """The apps' release histories on the fleet's Redis."""
+
+    def __init__(self, reads: KeyReader, writes: GuardedWriter, *, key_prefix: str) -> None:
+        self._reads = reads
+        self._writes = writes
+        self._prefix = key_prefix
+
+    def key(self, app: str) -> str:
+        return history_key(self._prefix, app)
+
+    def read(self, app_keys: Sequence[str]) -> list[SharedHistory | None]:
+        """The shared history of each of ``app_keys`` (in order; None when absent or
+        unreadable, an unreadable one logged once), in one round trip (none for no key)."""
+        keys = [self.key(app) for app in app_keys]
+        return self._reads.read_hashes("reading the shared histories", keys, decode_history)
+
+    def write(self, app_key: str, releases: Sequence[Release], fetch: HistoryFetch) -> bool:
+        """Shares an app's history, whole, unless Redis holds one of a later release list
+        (``newer_wins``); False then, or when ``fetch`` has no time (a history only assembled
+        from releases seen one by one stays this host's)."""
+        if fetch.fetched_ms is None:
+            return False
+        write = GuardedWrite(
+            key=self.key(app_key),
+            time_field=FIELD_FETCHED_MS,
+            time_ms=fetch.fetched_ms,
+            fields=history_fields(releases, fetch),
+            full=True,
+        )
+        return self._writes.apply(write)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from craft_apps.fleet.connection import describe_error
-from craft_apps.fleet.store import RedisOperation, RedisTrouble
+from craft_apps.fleet.errors import RedisOperation, RedisTrouble
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from craft_apps.api.controls import known_tags
-from craft_apps.fleet.store import CLAIM_WINDOW_MS
+from craft_apps.fleet.claims import CLAIM_WINDOW_MS
 from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView

@@ -32,7 +32,8 @@ from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error, poller_redis_client
 from craft_apps.fleet.due import SharedDueMarks
 from craft_apps.fleet.entry import SharedAppEntry
-from craft_apps.fleet.store import RedisTrouble, SharedStore
+from craft_apps.fleet.errors import RedisTrouble
+from craft_apps.fleet.store import SharedStore
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
 from craft_apps.kernel.controls import Control
@@ -85,12 +86,12 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
         return FleetView(configured=False)
     store = SharedStore(client, hostname=socket.gethostname(), key_prefix=app_settings.REDIS_KEY_PREFIX)
     try:
-        entries, backoff = store.read(keys)
+        entries, backoff = store.entries.read(keys)
         controls = _shared_controls(store)
         due_marks = SharedDueMarks(client, key_prefix=app_settings.REDIS_KEY_PREFIX).marks()
         pipe = client.pipeline(transaction=False)
         for key in keys:
-            pipe.hmget(store.app_key(key), [shared_entry.FIELD_CLAIMED_MS, shared_entry.FIELD_BY])
+            pipe.hmget(store.entries.app_key(key), [shared_entry.FIELD_CLAIMED_MS, shared_entry.FIELD_BY])
         replies = pipe.execute()
     except RedisTrouble as err:
         return FleetView(configured=True, problem=str(err))
@@ -114,9 +115,9 @@ def read_fleet(keys: Sequence[str]) -> FleetView:
 
 
 def _shared_controls(store: SharedStore) -> tuple[int, int] | str | None:
-    found = store.read_controls(decode_controls)
+    found = store.controls.read(decode_controls)
     if found is None:  # absent, or refused: the store says why
-        problems = store.problems(store.controls_key)
+        problems = store.reads.problems(store.controls.key)
         return one_line("; ".join(problems), 300) if problems else None
     controls, read_ms = found
     return len(controls), read_ms

@@ -48,15 +48,15 @@ class ControlsRelay:
             return
         if self.kept.path.exists():
             return  # the web processes' own, read from the database: at least as good
-        fleets = shared.read_controls(decode)  # a key that isn't controls: the store's one line
+        fleets = shared.controls.read(decode)  # a key that isn't controls: the store's one line
         if fleets is not None:
             self._keep(*fleets)
 
     def _share(self, controls: tuple[Control, ...], read_ms: int, shared: SharedStore, now_ms: int) -> None:
         due = controls != self._shared or now_ms - self._shared_at_ms >= RENEW_MS
-        if not due and shared.controls_present():
+        if not due and shared.controls.present():
             return
-        shared.write_controls(encode(controls), read_ms)  # False: a later read is there
+        shared.controls.write(encode(controls), read_ms)  # False: a later read is there
         self._shared, self._shared_at_ms = controls, now_ms
 
     def _keep(self, controls: tuple[Control, ...], read_ms: int) -> None:

@@ -33,8 +33,10 @@ from enum import Enum
 from itertools import chain
 
 from craft_apps.conf import DEFAULT_GITHUB_WEB_URL
+from craft_apps.fleet.claims import CLAIM_WINDOW_MS
 from craft_apps.fleet.entry import SharedAppEntry
-from craft_apps.fleet.store import CLAIM_WINDOW_MS, RedisOperation, RedisTrouble, SharedStore
+from craft_apps.fleet.errors import RedisOperation, RedisTrouble
+from craft_apps.fleet.store import SharedStore
 from craft_apps.fleet.trouble import RedisTroubleLog
 from craft_apps.host.store import (
     Fence,
@@ -331,7 +333,7 @@ class Poller:
     def _share_history(self, shared: SharedStore, key: str, now_ms: int) -> None:
         fetch = self.history_fetch.get(key, HistoryFetch(repo=self._repos[key]))
         try:
-            shared.write_history(key, self.history.get(key, ()), fetch)
+            shared.histories.write(key, self.history.get(key, ()), fetch)
         except RedisTrouble as err:
             self.redis_log.failed(err, now_ms)
         else:
@@ -383,7 +385,7 @@ class Poller:
     def _check_shared(self, key: str) -> Turn:
         """Right before asking GitHub: the app's latest shared entry, then a claim."""
         assert self.shared is not None
-        entries, backoff = self.shared.read([key])
+        entries, backoff = self.shared.entries.read([key])
         now_ms = self.clock.now_ms()
         self.redis_log.succeeded(RedisOperation.READ, now_ms)
         foreign = self._merge_entry(key, entries[0])
@@ -397,7 +399,7 @@ class Poller:
         # A claim by a host that shares another repository's fetch for this key (other APPS)
         # says nothing about ours: ask at once rather than wait out its window.
         window = 0 if foreign else REFRESH_GAP_MS if requested else CLAIM_WINDOW_MS
-        claimed = self.shared.claim(key, now_ms, window)
+        claimed = self.shared.claims.claim(key, now_ms, window)
         self.redis_log.succeeded(RedisOperation.WRITE, now_ms)
         if not claimed and requested:
             self.requests.claimed_elsewhere(key, now_ms)
@@ -573,11 +575,11 @@ class Poller:
         read); a failure with its count in a row."""
         kept = self.memory[key]
         if isinstance(outcome, Fetched) or filled:
-            shared.write_fetched(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
+            shared.entries.write_fetched(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
         elif isinstance(outcome, NotModified):
-            shared.write_unchanged(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
+            shared.entries.write_unchanged(key, kept.latest_release, kept.etag, now_ms, self._repos[key])
         else:
-            shared.write_failure(key, failed_ms=now_ms, failures=kept.failures)
+            shared.entries.write_failure(key, failed_ms=now_ms, failures=kept.failures)
 
     def _update_backoff(self, result: RoundResult, mode: PollMode) -> None:
         previous = self.backoff
@@ -595,7 +597,7 @@ class Poller:
         self._publish()
         if mode is PollMode.COORDINATED and self.shared is not None:
             try:
-                self.shared.write_backoff(self.backoff)
+                self.shared.entries.write_backoff(self.backoff)
             except RedisTrouble as err:
                 self.redis_log.failed(err, self.clock.now_ms())
             else:
@@ -607,7 +609,7 @@ class Poller:
         return is_due(self.memory[key], now_ms, self.config.interval_ms) or self._requested_due(key, now_ms)
 
     def _requested_due(self, key: str, now_ms: int) -> bool:
-        last_claim = self.shared.last_claim_ms(key) if self.shared is not None else None
+        last_claim = self.shared.claims.last_ms(key) if self.shared is not None else None
         # The last answer's time outlives a restart (the state file), the requests' don't.
         return self.requests.due(key, last_claim, self.backoff, now_ms, last_answer_ms(self.memory[key]))
 
@@ -619,7 +621,7 @@ class Poller:
             return False
         keys = [app.key for app in self.config.apps]
         try:
-            entries, backoff = self.shared.read(keys)
+            entries, backoff = self.shared.entries.read(keys)
         except RedisTrouble as err:
             self.redis_log.failed(err, self.clock.now_ms())
             return False
@@ -649,7 +651,7 @@ class Poller:
         so a host started after the others knows them without asking GitHub."""
         assert self.shared is not None
         try:
-            shared = self.shared.read_histories(keys)
+            shared = self.shared.histories.read(keys)
         except RedisTrouble as err:
             self.redis_log.failed(err, self.clock.now_ms())
             return

@@ -53,7 +53,9 @@ class Tally:
             pending.requests[outcome] = pending.requests.get(outcome, 0) + count
         pending.redis_errors += self._redis_errors.added(poller.redis_log, poller.redis_log.errors)
         if poller.shared is not None:
-            pending.redis_unreadable += self._unreadable_keys.added(poller.shared, poller.shared.unreadable)
+            pending.redis_unreadable += self._unreadable_keys.added(
+                poller.shared.reads, poller.shared.reads.unreadable
+            )
         pending.mode = report.mode.value
         pending.tick_ms = self._clock.now_ms()
         quota = getattr(github, "last_quota", None)  # GitHubClient's; a stand-in may have none

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 
 from craft_apps.fleet.due import SharedDueMarks
-from craft_apps.fleet.store import RedisOperation, RedisTrouble
+from craft_apps.fleet.errors import RedisOperation, RedisTrouble
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateUnavailable
 from craft_apps.kernel.clock import Clock

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import redis
 
-from craft_apps.fleet.store import RedisOperation, RedisTrouble, redis_trouble
+from craft_apps.fleet.errors import RedisOperation, RedisTrouble, redis_trouble
 from craft_apps.reports.counts import (
     KEEP_S,
     VERSIONS_KEPT,

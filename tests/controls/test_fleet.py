@@ -160,6 +160,6 @@ def test_a_flushed_controls_key_comes_back_at_the_pollers_next_tick(
     redis_client.flushall()
     clock.advance(30)
     poller.tick()
-    found = shared.read_controls(decode)
+    found = shared.controls.read(decode)
     assert found is not None, "the key is back after one tick"
     assert [(c.action, c.tag) for c in found[0]] == [("yank", "v1.3.0")]

@@ -14,7 +14,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from craft_apps.fleet.connection import poller_redis_client
-from craft_apps.fleet.store import RedisTrouble, SharedStore
+from craft_apps.fleet.errors import RedisTrouble
+from craft_apps.fleet.store import SharedStore
 from craft_apps.kernel.domain import Backoff
 from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer
@@ -28,10 +29,10 @@ ALIAS = "craft_apps_test"
 
 def calls(pod: SharedStore) -> dict[str, Callable[[], object]]:
     return {
-        "read": lambda: pod.read(["photocraft", "vectorcraft"]),
-        "claim": lambda: pod.claim("photocraft", t(0)),
-        "write_fetched": lambda: pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO),
-        "write_backoff": lambda: pod.write_backoff(Backoff(until_ms=t(9), trouble=1)),
+        "read": lambda: pod.entries.read(["photocraft", "vectorcraft"]),
+        "claim": lambda: pod.claims.claim("photocraft", t(0)),
+        "write_fetched": lambda: pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO),
+        "write_backoff": lambda: pod.entries.write_backoff(Backoff(until_ms=t(9), trouble=1)),
     }
 
 
@@ -74,7 +75,7 @@ def test_an_unreachable_redis_fails_within_the_connect_timeout() -> None:
     for name, call in calls(pod).items():
         err = fails_within(3, call)
         assert "ConnectionError" in str(err) and "refused" in str(err).lower(), name
-    assert not pod.scripts_refused
+    assert not pod.writes.scripts_refused
 
 
 def test_a_redis_that_goes_silent_after_the_handshake_fails_within_the_io_timeout(
@@ -88,7 +89,7 @@ def test_a_redis_that_goes_silent_after_the_handshake_fails_within_the_io_timeou
     names = [command[0].upper() for command in silent_redis.unanswered]
     assert names[:3] == [b"HMGET", b"HMGET", b"HGETALL"], "one pipelined read: two apps and the backoff"
     assert b"EVALSHA" in names and b"MULTI" in names
-    assert not pod.scripts_refused
+    assert not pod.writes.scripts_refused
 
 
 def test_the_poller_alias_bounds_every_call_including_the_health_check(
@@ -123,22 +124,24 @@ def test_the_poller_alias_does_not_retry_an_unreachable_redis(settings: Any) -> 
 
 def test_a_paused_redis_times_out_and_is_used_again_once_it_answers(fresh_redis_server: RedisServer) -> None:
     pod = SharedStore(fresh_redis_server.client(socket_timeout=0.5), hostname="pod-a")
-    assert pod.claim("photocraft", t(0))
+    assert pod.claims.claim("photocraft", t(0))
     fresh_redis_server.pause()
     try:
         fails_within(2, calls(pod)["read"])
         fails_within(2, calls(pod)["write_fetched"])
     finally:
         fresh_redis_server.resume()
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
-    assert not pod.scripts_refused
+    assert pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
+    assert not pod.writes.scripts_refused
 
 
 def test_a_killed_redis_is_trouble_and_a_restarted_one_is_used_again(fresh_redis_server: RedisServer) -> None:
     pod = SharedStore(fresh_redis_server.client(), hostname="pod-a")
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
+    assert pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     fresh_redis_server.kill()
     fails_within(3, calls(pod)["read"])
     fresh_redis_server.restart()
-    assert pod.read(["photocraft"]) == ([None], Backoff()), "an empty Redis after the restart"
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO), "the script is loaded again"
+    assert pod.entries.read(["photocraft"]) == ([None], Backoff()), "an empty Redis after the restart"
+    assert pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO), (
+        "the script is loaded again"
+    )

@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from craft_apps.fleet.due import DELIVERY_TTL_MS, DUE_TTL_MS, SharedDueMarks
-from craft_apps.fleet.store import RedisTrouble
+from craft_apps.fleet.errors import RedisTrouble
 from tests.fleet.helpers import t
 from tests.fleet.server import RedisServer
 
@@ -65,7 +65,7 @@ def test_redis_trouble_is_one_line_without_credentials(fresh_redis_server: Redis
 
 
 def test_bytes_a_decoding_client_cant_read_are_redis_trouble_too(redis_server: RedisServer, redis_client):
-    # The one rule of fleet.store.redis_trouble: a client that decodes answers meeting bytes that
+    # The one rule of fleet.errors.redis_trouble: a client that decodes answers meeting bytes that
     # aren't UTF-8 is trouble with Redis, as for the shared store, not an error out of the poller.
     redis_client.set("craftApps:releases:due:seq", b"\xff\xfe")
     redis_client.hset("craftApps:releases:due", b"\xff", b"\xfe")

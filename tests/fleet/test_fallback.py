@@ -8,7 +8,7 @@ import pytest
 from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from craft_apps.fleet.store import RedisOperation, RedisTrouble
+from craft_apps.fleet.errors import RedisOperation, RedisTrouble
 from craft_apps.fleet.trouble import RedisTroubleLog
 from craft_apps.kernel.domain import PollMode
 from tests.fleet.helpers import BASE_MS

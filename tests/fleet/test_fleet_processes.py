@@ -64,7 +64,7 @@ def test_a_claimed_app_is_left_to_the_host_that_claimed_it(
     host_a = Host("host-a", tmp_path, fake_clock, github, redis_server.client())
     host_b = Host("host-b", tmp_path, fake_clock, github, redis_server.client())
     assert host_a.shared is not None
-    assert host_a.shared.claim("photocraft", fake_clock.now_ms())  # host A is asking right now
+    assert host_a.shared.claims.claim("photocraft", fake_clock.now_ms())  # host A is asking right now
     report = host_b.poller.tick()
     assert report.round.fetched == 1
     assert [r.repo for r in github.requests] == ["storytold/craft-launcher"]

@@ -52,7 +52,7 @@ def test_a_poller_shares_what_it_read_once_per_change_and_the_later_read_wins(
     relay = ControlsRelay(tmp_path)
     reads = Reads(YANKED, fake_clock.now_ms())
     relay.relay(reads.controls_read, store, fake_clock.now_ms())
-    assert store.read_controls(str) == (encode(YANKED), fake_clock.now_ms())
+    assert store.controls.read(str) == (encode(YANKED), fake_clock.now_ms())
     assert 0 < redis_client.pttl(KEY) <= APP_TTL_MS
 
     redis_client.pexpire(KEY, 60_000)
@@ -61,9 +61,9 @@ def test_a_poller_shares_what_it_read_once_per_change_and_the_later_read_wins(
 
     reads.found, reads.read_ms = ROLLING, fake_clock.now_ms() + 2 * S
     relay.relay(reads.controls_read, store, fake_clock.now_ms() + 2 * S)
-    assert store.read_controls(decode) == (ROLLING, fake_clock.now_ms() + 2 * S)
-    assert not store.write_controls(encode(YANKED), fake_clock.now_ms() + S), "an earlier read loses"
-    assert store.read_controls(decode) == (ROLLING, fake_clock.now_ms() + 2 * S)
+    assert store.controls.read(decode) == (ROLLING, fake_clock.now_ms() + 2 * S)
+    assert not store.controls.write(encode(YANKED), fake_clock.now_ms() + S), "an earlier read loses"
+    assert store.controls.read(decode) == (ROLLING, fake_clock.now_ms() + 2 * S)
     assert not (tmp_path / FILE_NAME).exists(), "a host that reads the database keeps no file of its own"
 
 
@@ -75,7 +75,7 @@ def test_a_poller_that_never_read_them_keeps_the_fleets_for_its_web_processes_on
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     store = SharedStore(redis_server.client(), hostname="host-b")
-    assert store.write_controls(encode(YANKED), fake_clock.now_ms())
+    assert store.controls.write(encode(YANKED), fake_clock.now_ms())
     relay = ControlsRelay(tmp_path)
     with caplog.at_level(logging.WARNING, "craft_apps.polling.controls_relay"):
         relay.relay(Reads().controls_read, store, fake_clock.now_ms())
@@ -84,7 +84,7 @@ def test_a_poller_that_never_read_them_keeps_the_fleets_for_its_web_processes_on
     [line] = [r.getMessage() for r in caplog.records if r.name == "craft_apps.polling.controls_relay"]
     assert "keeping the 1 controls the fleet shared (read at " in line
 
-    store.write_controls(encode(ROLLING), fake_clock.now_ms() + S)
+    store.controls.write(encode(ROLLING), fake_clock.now_ms() + S)
     relay.relay(Reads().controls_read, store, fake_clock.now_ms() + S)
     assert inspect(tmp_path).controls == YANKED, "a kept file is this host's: never replaced from Redis"
 
@@ -99,18 +99,18 @@ def test_a_key_that_isnt_controls_is_one_line_and_writes_nothing(
     store = SharedStore(redis_server.client(), hostname="host-b")
     relay = ControlsRelay(tmp_path)
     with caplog.at_level(logging.WARNING):
-        store.write_controls("not the controls", fake_clock.now_ms())
+        store.controls.write("not the controls", fake_clock.now_ms())
         relay.relay(Reads().controls_read, store, fake_clock.now_ms())
         relay.relay(Reads().controls_read, store, fake_clock.now_ms())
-        assert store.problems(KEY)[0].startswith("they don't read as controls: ")
+        assert store.reads.problems(KEY)[0].startswith("they don't read as controls: ")
         redis_client.hset(KEY, "v", "9")
-        assert store.read_controls(decode) is None
-        assert store.read_controls(decode) is None
+        assert store.controls.read(decode) is None
+        assert store.controls.read(decode) is None
         redis_client.delete(KEY)
         redis_client.set(KEY, "a string")
-        assert store.read_controls(decode) is None
+        assert store.controls.read(decode) is None
     assert not (tmp_path / FILE_NAME).exists()
-    assert store.unreadable == 3, "each refusal logged is counted"
+    assert store.reads.unreadable == 3, "each refusal logged is counted"
     lines = [r.getMessage() for r in caplog.records]
     assert sum(f"Redis key {KEY} (they don't read as controls: " in line for line in lines) == 1, lines
     assert sum(f"Redis key {KEY} (controls of format '9'" in line for line in lines) == 1, lines
@@ -121,7 +121,7 @@ def test_the_poller_keeps_them_before_it_publishes_the_fleets_releases(
     tmp_path: Path, fake_clock: FakeClock, github: FakeGitHub, redis_server: RedisServer, redis_client
 ) -> None:
     Host("host-a", tmp_path, fake_clock, github, redis_server.client()).poller.tick()
-    SharedStore(redis_server.client(), hostname="host-a").write_controls(encode(YANKED), fake_clock.now_ms())
+    SharedStore(redis_server.client(), hostname="host-a").controls.write(encode(YANKED), fake_clock.now_ms())
     newcomer = Host("host-new", tmp_path, fake_clock, github, redis_server.client())
     newcomer.poller.needs_history = Reads()  # the site's database not read yet
     seen: list[bool] = []
@@ -149,7 +149,7 @@ def test_every_refusal_is_counted_once_in_the_hosts_counters_across_custodies(
         "craftApps:releases:app:photocraft", mapping={"v": "1", "fetched_ms": "1", "etag": "", "release": "{"}
     )
     host = Host("host-a", tmp_path, fake_clock, github, redis_server.client())
-    assert host.shared is not None and host.shared.write_controls("not the controls", fake_clock.now_ms())
+    assert host.shared is not None and host.shared.controls.write("not the controls", fake_clock.now_ms())
     host.poller.needs_history = Reads()
     tally = Tally(host.store, fake_clock)
     for _ in range(3):
@@ -182,20 +182,20 @@ def test_a_missing_key_is_written_again_at_the_next_tick_and_a_kept_one_renewed_
     relay = ControlsRelay(tmp_path)
     reads = Reads(YANKED, fake_clock.now_ms())
     relay.relay(reads.controls_read, store, fake_clock.now_ms())
-    assert store.read_controls(decode) == (YANKED, fake_clock.now_ms())
+    assert store.controls.read(decode) == (YANKED, fake_clock.now_ms())
 
     redis_client.flushall()
     fake_clock.advance(30)
     reads.read_ms = fake_clock.now_ms()
     relay.relay(reads.controls_read, store, fake_clock.now_ms())
-    assert store.read_controls(decode) == (YANKED, fake_clock.now_ms()), "back after one tick"
+    assert store.controls.read(decode) == (YANKED, fake_clock.now_ms()), "back after one tick"
 
     redis_client.pexpire(KEY, 60_000)  # as if six days had passed since the write
     fake_clock.advance(RENEW_MS // 1000)
     reads.read_ms = fake_clock.now_ms()
     relay.relay(reads.controls_read, store, fake_clock.now_ms())
     assert redis_client.pttl(KEY) > APP_TTL_MS - 60_000, "renewed a day after the last write"
-    assert store.read_controls(decode) == (YANKED, fake_clock.now_ms())
+    assert store.controls.read(decode) == (YANKED, fake_clock.now_ms())
 
 
 def test_a_renewal_never_stamps_an_old_read_as_new(
@@ -210,7 +210,7 @@ def test_a_renewal_never_stamps_an_old_read_as_new(
     relay_a.relay(stale.controls_read, store_a, fake_clock.now_ms())
     relay_b.relay(Reads(ROLLING, fake_clock.now_ms() + S).controls_read, store_b, fake_clock.now_ms() + S)
     relay_a.relay(stale.controls_read, store_a, fake_clock.now_ms() + RENEW_MS)
-    assert store_a.read_controls(decode) == (ROLLING, fake_clock.now_ms() + S)
+    assert store_a.controls.read(decode) == (ROLLING, fake_clock.now_ms() + S)
 
 
 def test_the_release_policies_travel_with_the_controls_to_a_host_that_never_read_the_database(
@@ -227,7 +227,7 @@ def test_the_release_policies_travel_with_the_controls_to_a_host_that_never_read
     ControlsRelay(tmp_path / "a").relay(
         Reads(held, fake_clock.now_ms()).controls_read, store, fake_clock.now_ms()
     )
-    assert store.read_controls(decode) == (held, fake_clock.now_ms())
+    assert store.controls.read(decode) == (held, fake_clock.now_ms())
     other = SharedStore(redis_server.client(), hostname="host-b")
     ControlsRelay(tmp_path / "b").relay(Reads().controls_read, other, fake_clock.now_ms())
     assert inspect(tmp_path / "b").controls == held, (

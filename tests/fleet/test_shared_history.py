@@ -105,10 +105,10 @@ def test_a_host_started_later_warms_up_with_the_history_without_asking_github(
 def test_an_older_history_never_replaces_a_newer_one(redis_client: redis.Redis) -> None:
     store = SharedStore(redis_client, hostname="pod-a")
     repo = PHOTOCRAFT.repo
-    assert store.write_history("photocraft", [release("0.6.0")], HistoryFetch('"b"', 2_000, repo))
-    assert not store.write_history("photocraft", [release("0.5.0")], HistoryFetch('"a"', 1_000, repo))
-    assert not store.write_history("photocraft", [release("0.4.0")], HistoryFetch(None, None, repo))
-    found = store.read_histories(["photocraft", "artcraft-launcher"])
+    assert store.histories.write("photocraft", [release("0.6.0")], HistoryFetch('"b"', 2_000, repo))
+    assert not store.histories.write("photocraft", [release("0.5.0")], HistoryFetch('"a"', 1_000, repo))
+    assert not store.histories.write("photocraft", [release("0.4.0")], HistoryFetch(None, None, repo))
+    found = store.histories.read(["photocraft", "artcraft-launcher"])
     assert found[1] is None and found[0] is not None
     assert [r.tag for r in found[0][0]] == ["v0.6.0"] and found[0][1] == HistoryFetch('"b"', 2_000, repo)
 
@@ -118,6 +118,6 @@ def test_a_history_that_does_not_decode_reads_as_none(
 ) -> None:
     redis_client.hset(HISTORY_KEY, mapping={"v": "1", "releases": "[{}]", "fetched_ms": "5"})
     store = SharedStore(redis_client, hostname="pod-a")
-    assert store.read_histories(["photocraft"]) == [None]
-    assert store.read_histories(["photocraft"]) == [None]
+    assert store.histories.read(["photocraft"]) == [None]
+    assert store.histories.read(["photocraft"]) == [None]
     assert sum(HISTORY_KEY in r.getMessage() for r in caplog.records) == 1

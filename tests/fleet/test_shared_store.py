@@ -14,17 +14,12 @@ import pytest
 import redis
 from redis.connection import Connection
 
-from craft_apps.fleet import store as shared_store
+from craft_apps.fleet import entries as shared_entries
+from craft_apps.fleet import guarded_writes
 from craft_apps.fleet.entry import APP_TTL_MS, BACKOFF_TTL_MS, SharedAppEntry, SharedFailure, SharedFetch
-from craft_apps.fleet.store import (
-    GuardedWrite,
-    RedisOperation,
-    RedisTrouble,
-    SharedStore,
-    StoredKey,
-    WriteEffect,
-    decide_write,
-)
+from craft_apps.fleet.errors import RedisOperation, RedisTrouble
+from craft_apps.fleet.guarded_writes import GuardedWrite, StoredKey, WriteEffect, decide_write
+from craft_apps.fleet.store import SharedStore
 from craft_apps.kernel.domain import Backoff
 from tests.fleet.helpers import release, t
 from tests.fleet.server import RedisServer
@@ -33,7 +28,7 @@ from tests.support import free_port
 REPO = "storytold/photocraft"  # the repository every shared fetch here is of
 
 PREFIX = "craftApps:releases:"
-LOGGER = "craft_apps.fleet.store"
+LOGGER = "craft_apps.fleet"
 REFUSAL_LOG = "refused the guarded-write script"
 
 
@@ -42,7 +37,7 @@ def store(client: redis.Redis, host: str = "pod-a", *, use_scripts: bool = True)
 
 
 def only_entry(pod: SharedStore, app: str) -> SharedAppEntry:
-    entries, _ = pod.read([app])
+    entries, _ = pod.entries.read([app])
     assert entries[0] is not None
     return entries[0]
 
@@ -55,30 +50,32 @@ def command_calls(client: redis.Redis, command: str) -> int:
 def exercise_guarded_writes(pod_a: SharedStore, pod_b: SharedStore, admin: redis.Redis) -> None:
     """Every guarded-write rule, as two hosts sharing one Redis see it."""
     app, other = "photocraft", "vectorcraft"
-    assert pod_a.read([app, other]) == ([None, None], Backoff())
+    assert pod_a.entries.read([app, other]) == ([None, None], Backoff())
 
     # Two hosts tick together: only one asks GitHub; the claim lapses after its window.
-    assert pod_a.claim(app, t(0))
-    assert not pod_b.claim(app, t(0) + 5_000)
-    assert not pod_b.claim(app, t(1) - 1)
-    assert pod_b.claim(app, t(1))
+    assert pod_a.claims.claim(app, t(0))
+    assert not pod_b.claims.claim(app, t(0) + 5_000)
+    assert not pod_b.claims.claim(app, t(1) - 1)
+    assert pod_b.claims.claim(app, t(1))
     assert admin.hget(PREFIX + "app:" + app, "by") == b"pod-b"
 
     # A newer fetch is never replaced by an older one.
-    assert pod_a.write_fetched(app, release("0.5.0"), '"e2"', t(2), REPO)
-    assert not pod_b.write_fetched(app, release("0.4.0"), '"e1"', t(1), REPO)
+    assert pod_a.entries.write_fetched(app, release("0.5.0"), '"e2"', t(2), REPO)
+    assert not pod_b.entries.write_fetched(app, release("0.4.0"), '"e1"', t(1), REPO)
     assert only_entry(pod_b, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(2), REPO)
 
     # A 304 moves only the time, and only for the release it revalidated.
-    assert not pod_b.write_unchanged(app, release("0.4.0"), '"e1"', t(3), REPO), "stale ETag"
-    assert not pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(1), REPO), "older than the shared fetch"
-    assert not pod_b.write_unchanged(app, release("0.5.0"), "", t(3), REPO), "no ETag to revalidate"
-    assert pod_b.write_unchanged(app, release("0.5.0"), '"e2"', t(3), REPO)
+    assert not pod_b.entries.write_unchanged(app, release("0.4.0"), '"e1"', t(3), REPO), "stale ETag"
+    assert not pod_b.entries.write_unchanged(app, release("0.5.0"), '"e2"', t(1), REPO), (
+        "older than the shared fetch"
+    )
+    assert not pod_b.entries.write_unchanged(app, release("0.5.0"), "", t(3), REPO), "no ETag to revalidate"
+    assert pod_b.entries.write_unchanged(app, release("0.5.0"), '"e2"', t(3), REPO)
     assert only_entry(pod_a, app).fetched == SharedFetch(release("0.5.0"), '"e2"', t(3), REPO)
 
     # Failures: the newest wins, and leave the fetch alone.
-    assert pod_a.write_failure(app, t(5), 2)
-    assert not pod_b.write_failure(app, t(4), 1)
+    assert pod_a.entries.write_failure(app, t(5), 2)
+    assert not pod_b.entries.write_failure(app, t(4), 1)
     assert only_entry(pod_b, app) == SharedAppEntry(
         fetched=SharedFetch(release("0.5.0"), '"e2"', t(3), REPO), failure=SharedFailure(t(5), 2)
     )
@@ -86,9 +83,11 @@ def exercise_guarded_writes(pod_a: SharedStore, pod_b: SharedStore, admin: redis
     # Garbage in an entry reads as absent and is overwritten, not trusted.
     other_key = PREFIX + "app:" + other
     admin.hset(other_key, mapping={"v": "1", "fetched_ms": "soon", "release": "{", "etag": ""})
-    assert pod_a.read([app, other])[0][1] == SharedAppEntry()
-    assert pod_a.write_fetched(other, None, None, t(1), REPO)
-    assert pod_a.read([app, other])[0][1] == SharedAppEntry(fetched=SharedFetch(None, None, t(1), REPO))
+    assert pod_a.entries.read([app, other])[0][1] == SharedAppEntry()
+    assert pod_a.entries.write_fetched(other, None, None, t(1), REPO)
+    assert pod_a.entries.read([app, other])[0][1] == SharedAppEntry(
+        fetched=SharedFetch(None, None, t(1), REPO)
+    )
 
     # Entries expire a week after their last write.
     for key in (PREFIX + "app:" + app, other_key):
@@ -96,12 +95,12 @@ def exercise_guarded_writes(pod_a: SharedStore, pod_b: SharedStore, admin: redis
 
     # The fleet backoff: shared for a day, deleted after a good round.
     backoff = Backoff(until_ms=t(30), trouble=2)
-    pod_a.write_backoff(backoff)
-    assert pod_b.read([app])[1] == backoff
+    pod_a.entries.write_backoff(backoff)
+    assert pod_b.entries.read([app])[1] == backoff
     assert BACKOFF_TTL_MS - 60_000 < admin.pttl(PREFIX + "backoff") <= BACKOFF_TTL_MS
-    pod_b.write_backoff(Backoff())
+    pod_b.entries.write_backoff(Backoff())
     assert admin.exists(PREFIX + "backoff") == 0
-    assert pod_a.read([app])[1] == Backoff()
+    assert pod_a.entries.read([app])[1] == Backoff()
 
 
 @pytest.mark.parametrize("use_scripts", [True, False], ids=["script", "watch"])
@@ -111,7 +110,7 @@ def test_guarded_writes(redis_client: redis.Redis, use_scripts: bool) -> None:
     evalsha_before = command_calls(redis_client, "evalsha")
     exercise_guarded_writes(pod_a, pod_b, redis_client)
     assert (command_calls(redis_client, "evalsha") > evalsha_before) is use_scripts
-    assert pod_a.scripts_refused is not use_scripts
+    assert pod_a.writes.scripts_refused is not use_scripts
 
 
 def test_a_redis_user_without_scripting_falls_back_to_watch(
@@ -123,7 +122,7 @@ def test_a_redis_user_without_scripting_falls_back_to_watch(
     pod_a, pod_b = store(client, "pod-a"), store(client, "pod-b")
 
     exercise_guarded_writes(pod_a, pod_b, redis_client)
-    assert pod_a.scripts_refused and pod_b.scripts_refused
+    assert pod_a.writes.scripts_refused and pod_b.writes.scripts_refused
     refusals = [r.getMessage() for r in caplog.records if REFUSAL_LOG in r.getMessage()]
     assert len(refusals) == 2, "logged once per store"
     assert "evalsha" in refusals[0] and "pw-1" not in refusals[0]
@@ -135,9 +134,9 @@ def test_a_command_denied_inside_the_script_is_trouble_not_a_refusal(
     url = redis_server.acl_user("no-hset", "pw-2", ["~*", "&*", "+@all", "-hset"])
     pod = store(redis.Redis.from_url(url, socket_timeout=5))
     with pytest.raises(RedisTrouble, match=r"may not run hset"):
-        pod.claim("photocraft", t(0))
-    assert not pod.scripts_refused, "WATCH/MULTI/EXEC would be denied HSET as well"
-    assert pod.read(["photocraft"]) == ([None], Backoff())
+        pod.claims.claim("photocraft", t(0))
+    assert not pod.writes.scripts_refused, "WATCH/MULTI/EXEC would be denied HSET as well"
+    assert pod.entries.read(["photocraft"]) == ([None], Backoff())
 
 
 # -- another format, an emptied Redis, garbage: never adopted, filled again by a 304 ------
@@ -151,15 +150,15 @@ def test_a_hash_of_another_format_is_never_adopted_and_only_a_full_write_replace
 ) -> None:
     redis_client.hset(EFFECTCRAFT, mapping={"v": "2", "fetched_ms": t(0), "etag": '"x"', "release": "null"})
     pod = store(redis_client, use_scripts=use_scripts)
-    assert pod.read(["effectcraft"])[0] == [None]
+    assert pod.entries.read(["effectcraft"])[0] == [None]
 
-    assert pod.claim("effectcraft", t(1))
-    assert pod.write_failure("effectcraft", t(2), 1)
+    assert pod.claims.claim("effectcraft", t(1))
+    assert pod.entries.write_failure("effectcraft", t(2), 1)
     assert redis_client.hget(EFFECTCRAFT, "v") == b"2", "a claim or a failure keeps the foreign v"
-    assert pod.read(["effectcraft"])[0] == [None], "so nobody serves its release: null"
+    assert pod.entries.read(["effectcraft"])[0] == [None], "so nobody serves its release: null"
 
     # The 304 after that read shares the whole entry, which replaces the foreign hash whole.
-    assert pod.write_unchanged("effectcraft", release("0.5.0"), '"e1"', t(3), REPO)
+    assert pod.entries.write_unchanged("effectcraft", release("0.5.0"), '"e1"', t(3), REPO)
     stored = redis_client.hgetall(EFFECTCRAFT)
     assert stored.keys() == {b"v", b"fetched_ms", b"etag", b"release", b"by", b"repo", b"repo_fetched_ms"}, (
         "no foreign field kept"
@@ -173,15 +172,15 @@ def test_a_hash_of_another_format_is_never_adopted_and_only_a_full_write_replace
 def test_after_a_flush_a_304_shares_the_whole_entry(redis_client: redis.Redis, use_scripts: bool) -> None:
     pod_a = store(redis_client, "pod-a", use_scripts=use_scripts)
     pod_b = store(redis_client, "pod-b", use_scripts=use_scripts)
-    assert pod_a.write_fetched("photocraft", release("0.5.0"), '"e1"', t(1), REPO)
+    assert pod_a.entries.write_fetched("photocraft", release("0.5.0"), '"e1"', t(1), REPO)
     redis_client.flushall()
-    assert pod_a.read(["photocraft"])[0] == [None]
-    assert pod_a.claim("photocraft", t(30))
-    assert pod_a.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30), REPO)
+    assert pod_a.entries.read(["photocraft"])[0] == [None]
+    assert pod_a.claims.claim("photocraft", t(30))
+    assert pod_a.entries.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30), REPO)
     assert only_entry(pod_b, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30), REPO)
     # Once the entry reads again, a 304 moves only the time, as long as the ETag is the shared one.
-    assert pod_b.write_unchanged("photocraft", release("0.4.0"), '"e0"', t(31), REPO) is False
-    assert pod_b.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(32), REPO)
+    assert pod_b.entries.write_unchanged("photocraft", release("0.4.0"), '"e0"', t(31), REPO) is False
+    assert pod_b.entries.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(32), REPO)
     assert only_entry(pod_a, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(32), REPO)
 
 
@@ -190,8 +189,8 @@ def test_garbage_on_an_app_that_only_gets_304s_is_replaced(redis_client: redis.R
     garbage = b"x" * (10 * 1024 * 1024)
     redis_client.hset(key, mapping={"v": "1", "fetched_ms": t(0), "etag": '"e1"', "release": garbage})
     pod = store(redis_client)
-    assert pod.read(["photocraft"])[0] == [SharedAppEntry()], "the 10 MB release reads as absent"
-    assert pod.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30), REPO)
+    assert pod.entries.read(["photocraft"])[0] == [SharedAppEntry()], "the 10 MB release reads as absent"
+    assert pod.entries.write_unchanged("photocraft", release("0.5.0"), '"e1"', t(30), REPO)
     assert redis_client.hstrlen(key, "release") < 10_000
     assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.5.0"), '"e1"', t(30), REPO)
 
@@ -215,9 +214,9 @@ def test_a_denied_write_leaves_nothing_half_done(
     before = {key: (redis_client.hgetall(key), redis_client.pttl(key) > 0) for key in (EFFECTCRAFT, other)}
 
     attempts = {
-        "claim of a new hash": lambda: pod.claim("photocraft", t(1)),
-        "claim of a hash with a TTL": lambda: pod.claim("vectorcraft", t(1)),
-        "full write over another format": lambda: pod.write_fetched(
+        "claim of a new hash": lambda: pod.claims.claim("photocraft", t(1)),
+        "claim of a hash with a TTL": lambda: pod.claims.claim("vectorcraft", t(1)),
+        "full write over another format": lambda: pod.entries.write_fetched(
             "effectcraft", release(), '"e"', t(1), REPO
         ),
     }
@@ -228,7 +227,7 @@ def test_a_denied_write_leaves_nothing_half_done(
         with pytest.raises(RedisTrouble) as caught:
             attempt()
         assert caught.value.operation is RedisOperation.WRITE, what
-        assert pod.scripts_refused is not use_scripts, f"{what}: trouble, not a refused script"
+        assert pod.writes.scripts_refused is not use_scripts, f"{what}: trouble, not a refused script"
     if denied == "del":
         return
     assert redis_client.exists(PREFIX + "app:photocraft") == 0, "no hash without a TTL"
@@ -238,18 +237,18 @@ def test_a_denied_write_leaves_nothing_half_done(
 
 def test_script_flush_between_writes_is_survived(redis_client: redis.Redis) -> None:
     pod = store(redis_client)
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
+    assert pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     redis_client.script_flush()
-    assert pod.write_fetched("photocraft", release("0.6.0"), '"e2"', t(2), REPO)
-    assert not pod.scripts_refused
+    assert pod.entries.write_fetched("photocraft", release("0.6.0"), '"e2"', t(2), REPO)
+    assert not pod.writes.scripts_refused
     assert command_calls(redis_client, "script|load") >= 1
     assert only_entry(pod, "photocraft").fetched == SharedFetch(release("0.6.0"), '"e2"', t(2), REPO)
 
 
 def test_a_key_prefix_is_honoured(redis_client: redis.Redis) -> None:
     pod = SharedStore(redis_client, hostname="pod-a", key_prefix="staging:craft:")
-    assert pod.claim("photocraft", t(0))
-    pod.write_backoff(Backoff(until_ms=t(9), trouble=1))
+    assert pod.claims.claim("photocraft", t(0))
+    pod.entries.write_backoff(Backoff(until_ms=t(9), trouble=1))
     assert sorted(redis_client.keys("*")) == [b"staging:craft:app:photocraft", b"staging:craft:backoff"]
 
 
@@ -385,8 +384,8 @@ def test_script_watch_and_decide_write_decide_alike(
         if path == "script":
             results["decide_write"] = decide_write(write, _stored_key(redis_client, key, field))
         pod = store(redis_client, use_scripts=path == "script")
-        results[path] = pod.apply(write)
-        assert pod.scripts_refused is (path == "watch")
+        results[path] = pod.writes.apply(write)
+        assert pod.writes.scripts_refused is (path == "watch")
         hashes[path] = (_contents(redis_client, key), redis_client.pttl(key) > APP_TTL_MS - 60_000)
     written = expected is not WriteEffect.NOTHING
     assert results == {"decide_write": expected, "script": written, "watch": written}
@@ -412,9 +411,9 @@ def test_watch_decides_again_after_another_writer_got_in(
         decisions.append(effect is not WriteEffect.NOTHING)
         return effect
 
-    monkeypatch.setattr(shared_store, "decide_write", racing_decide_write)
+    monkeypatch.setattr(guarded_writes, "decide_write", racing_decide_write)
     pod = store(redis_client, use_scripts=False)
-    assert not pod.write_fetched("photocraft", release(), '"e2"', t(2), REPO)
+    assert not pod.entries.write_fetched("photocraft", release(), '"e2"', t(2), REPO)
     assert decisions == [True, False], "the first decision was dropped by EXEC, the second sees t(5)"
     assert redis_client.hmget(key, ["fetched_ms", "etag"]) == [str(t(5)).encode(), b'"e5"']
 
@@ -430,9 +429,9 @@ def test_watch_gives_up_after_three_interrupted_attempts(
         redis_client.hset(key, "by", f"intruder-{len(calls)}")
         return decide_write(write, stored)
 
-    monkeypatch.setattr(shared_store, "decide_write", always_interrupted)
-    assert not store(redis_client, use_scripts=False).claim("photocraft", t(0))
-    assert len(calls) == shared_store.WATCH_ATTEMPTS == 3
+    monkeypatch.setattr(guarded_writes, "decide_write", always_interrupted)
+    assert not store(redis_client, use_scripts=False).claims.claim("photocraft", t(0))
+    assert len(calls) == guarded_writes.WATCH_ATTEMPTS == 3
     assert redis_client.hgetall(key) == {b"by": b"intruder-3"}
 
 
@@ -464,30 +463,30 @@ def test_an_idle_read_is_one_small_round_trip_and_a_release_is_read_only_when_it
     apps = [f"app-{n}" for n in range(13)]
     pod = store(counting_client)
     other = store(redis_client, "pod-b")
-    assert other.write_fetched("app-3", release(), '"e1"', t(1), REPO)
+    assert other.entries.write_fetched("app-3", release(), '"e1"', t(1), REPO)
     CountingConnection.sends = 0
-    entries, backoff = pod.read(apps)
+    entries, backoff = pod.entries.read(apps)
     assert CountingConnection.sends == 3, "what changed, then app-3's small fields, then its release"
     assert [n for n, entry in enumerate(entries) if entry is not None] == [3]
     assert backoff == Backoff()
 
     before = {command: command_calls(redis_client, command) for command in ("hmget", "hgetall")}
     CountingConnection.sends = 0
-    assert pod.read(apps) == (entries, backoff)
+    assert pod.entries.read(apps) == (entries, backoff)
     assert CountingConnection.sends == 1, "nothing changed: one round trip"
     calls = {command: command_calls(redis_client, command) - n for command, n in before.items()}
     assert calls == {"hmget": 13, "hgetall": 1}, "three small fields per app, and the backoff"
 
-    other.read(["app-3"])
-    assert other.write_unchanged("app-3", release(), '"e1"', t(2), REPO)
+    other.entries.read(["app-3"])
+    assert other.entries.write_unchanged("app-3", release(), '"e1"', t(2), REPO)
     CountingConnection.sends = 0
-    entries, _ = pod.read(apps)
+    entries, _ = pod.entries.read(apps)
     assert CountingConnection.sends == 2, "a 304 moved the time: the small fields, not the release"
     assert entries[3] == SharedAppEntry(fetched=SharedFetch(release(), '"e1"', t(2), REPO))
 
-    assert other.write_fetched("app-3", release("0.6.0"), '"e2"', t(3), REPO)
+    assert other.entries.write_fetched("app-3", release("0.6.0"), '"e2"', t(3), REPO)
     CountingConnection.sends = 0
-    entries, _ = pod.read(apps)
+    entries, _ = pod.entries.read(apps)
     assert CountingConnection.sends == 3
     assert entries[3] == SharedAppEntry(fetched=SharedFetch(release("0.6.0"), '"e2"', t(3), REPO))
 
@@ -496,23 +495,23 @@ def test_an_unchanged_release_is_decoded_once_across_reads(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     decoded: list[str] = []
-    real_decode = shared_store.decode_release  # type: ignore[attr-defined]
+    real_decode = shared_entries.decode_release  # type: ignore[attr-defined]
 
     def counting_decode(text: str) -> Any:
         decoded.append(text)
         return real_decode(text)
 
-    monkeypatch.setattr(shared_store, "decode_release", counting_decode)
+    monkeypatch.setattr(shared_entries, "decode_release", counting_decode)
     pod = store(redis_client)
-    assert pod.write_fetched("app", release("0.5.0"), '"e1"', t(1), REPO)
-    first = pod.read(["app"])[0][0]
-    assert pod.write_unchanged("app", release("0.5.0"), '"e1"', t(2), REPO)
-    second = pod.read(["app"])[0][0]
+    assert pod.entries.write_fetched("app", release("0.5.0"), '"e1"', t(1), REPO)
+    first = pod.entries.read(["app"])[0][0]
+    assert pod.entries.write_unchanged("app", release("0.5.0"), '"e1"', t(2), REPO)
+    second = pod.entries.read(["app"])[0][0]
     assert len(decoded) == 1, "the same JSON is decoded once"
     assert first is not None and second is not None and second.fetched is not None
     assert second.fetched.fetched_ms == t(2)
-    assert pod.write_fetched("app", release("0.6.0"), '"e2"', t(3), REPO)
-    third = pod.read(["app"])[0][0]
+    assert pod.entries.write_fetched("app", release("0.6.0"), '"e2"', t(3), REPO)
+    third = pod.entries.read(["app"])[0][0]
     assert len(decoded) == 2
     assert third is not None and third.fetched is not None and third.fetched.latest_release is not None
     assert third.fetched.latest_release.version == "0.6.0"
@@ -526,13 +525,13 @@ def test_a_key_of_another_type_reads_as_absent_and_is_replaced(
     redis_client.set(PREFIX + "app:photocraft", "oops")
     redis_client.rpush(PREFIX + "backoff", "oops")
     pod = store(redis_client, use_scripts=use_scripts)
-    assert pod.read(["photocraft", "vectorcraft"]) == ([None, None], Backoff())
-    pod.read(["photocraft"])
+    assert pod.entries.read(["photocraft", "vectorcraft"]) == ([None, None], Backoff())
+    pod.entries.read(["photocraft"])
     assert len([r for r in caplog.records if "photocraft" in r.getMessage()]) == 1, "logged once"
 
-    assert pod.write_fetched("photocraft", None, None, t(1), REPO)
-    pod.write_backoff(Backoff(until_ms=t(3), trouble=1))
-    assert pod.read(["photocraft"]) == (
+    assert pod.entries.write_fetched("photocraft", None, None, t(1), REPO)
+    pod.entries.write_backoff(Backoff(until_ms=t(3), trouble=1))
+    assert pod.entries.read(["photocraft"]) == (
         [SharedAppEntry(fetched=SharedFetch(None, None, t(1), REPO))],
         Backoff(t(3), 1),
     )
@@ -546,7 +545,7 @@ def test_an_unreadable_entry_is_logged_once_per_reason(
     redis_client.hset(key, mapping={"v": "1", "fetched_ms": t(1), "etag": "", "release": "{"})
     pod = store(redis_client)
     for _ in range(3):
-        assert pod.read(["photocraft"])[0] == [SharedAppEntry()]
+        assert pod.entries.read(["photocraft"])[0] == [SharedAppEntry()]
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1 and key in messages[0] and "release is unreadable" in messages[0]
 
@@ -584,17 +583,17 @@ def test_a_busy_redis_is_trouble_not_a_refusal(fresh_redis_server: RedisServer) 
     try:
         _wait_until_busy(admin)
         with pytest.raises(RedisTrouble, match="BUSY"):
-            pod.claim("photocraft", t(0))
+            pod.claims.claim("photocraft", t(0))
         with pytest.raises(RedisTrouble, match="BUSY"):
-            watch_pod.claim("photocraft", t(0))
+            watch_pod.claims.claim("photocraft", t(0))
         with pytest.raises(RedisTrouble, match="BUSY"):
-            pod.read(["photocraft"])
+            pod.entries.read(["photocraft"])
     finally:
         fresh_redis_server.client().script_kill()
         runner.join(timeout=10)
     assert busy_errors, "the busy script was killed"
-    assert not pod.scripts_refused
-    assert pod.claim("photocraft", t(0)), "works again once the script is gone"
+    assert not pod.writes.scripts_refused
+    assert pod.claims.claim("photocraft", t(0)), "works again once the script is gone"
 
 
 def test_out_of_memory_is_trouble_not_a_refusal(fresh_redis_server: RedisServer) -> None:
@@ -603,17 +602,17 @@ def test_out_of_memory_is_trouble_not_a_refusal(fresh_redis_server: RedisServer)
     admin.config_set("maxmemory-policy", "noeviction")
     admin.config_set("maxmemory", 1)
     with pytest.raises(RedisTrouble, match=r"OutOfMemoryError|OOM") as caught:
-        pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
+        pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     assert caught.value.operation is RedisOperation.WRITE
-    assert pod.read(["photocraft"]) == ([None], Backoff()), "reading still works"
+    assert pod.entries.read(["photocraft"]) == ([None], Backoff()), "reading still works"
     with pytest.raises(RedisTrouble, match=r"maxmemory|OOM|EXECABORT"):
-        watch_pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
+        watch_pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     with pytest.raises(RedisTrouble, match=r"maxmemory|OOM|EXECABORT"):
-        pod.write_backoff(Backoff(until_ms=t(9), trouble=1))
-    assert not pod.scripts_refused
+        pod.entries.write_backoff(Backoff(until_ms=t(9), trouble=1))
+    assert not pod.writes.scripts_refused
     admin.config_set("maxmemory", 0)
     evalsha_before = command_calls(admin, "evalsha")
-    assert pod.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
+    assert pod.entries.write_fetched("photocraft", release(), '"e1"', t(1), REPO)
     assert command_calls(admin, "evalsha") == evalsha_before + 1, "still writing with the script"
 
 
@@ -626,12 +625,12 @@ def test_a_read_only_replica_is_trouble_not_a_refusal(fresh_redis_server: RedisS
             store(fresh_redis_server.client(), use_scripts=False),
         )
         with pytest.raises(RedisTrouble, match=r"ReadOnlyError|read only") as caught:
-            pod.claim("photocraft", t(0))
+            pod.claims.claim("photocraft", t(0))
         assert caught.value.operation is RedisOperation.WRITE
         with pytest.raises(RedisTrouble, match=r"read only|READONLY|EXECABORT"):
-            watch_pod.claim("photocraft", t(0))
-        assert not pod.scripts_refused
-        assert pod.read(["photocraft"]) == ([None], Backoff()), "reading still works"
+            watch_pod.claims.claim("photocraft", t(0))
+        assert not pod.writes.scripts_refused
+        assert pod.entries.read(["photocraft"]) == ([None], Backoff()), "reading still works"
     finally:
         admin.execute_command("REPLICAOF", "NO", "ONE")
-    assert pod.claim("photocraft", t(0))
+    assert pod.claims.claim("photocraft", t(0))

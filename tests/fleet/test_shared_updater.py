@@ -137,7 +137,7 @@ def test_a_stalled_updater_download_holds_back_no_other_apps_share_with_the_flee
     assert poller.shared is not None and poller.updater_files.source is not None
     shared, source = poller.shared, poller.updater_files.source
     soundcraft_shared = threading.Event()
-    write_fetched = shared.write_fetched
+    write_fetched = shared.entries.write_fetched
 
     def signalled_write(app_key: str, *args: object, **kwargs: object) -> bool:
         written = write_fetched(app_key, *args, **kwargs)  # type: ignore[arg-type]
@@ -145,7 +145,7 @@ def test_a_stalled_updater_download_holds_back_no_other_apps_share_with_the_flee
             soundcraft_shared.set()
         return written
 
-    shared.write_fetched = signalled_write  # type: ignore[method-assign]
+    shared.entries.write_fetched = signalled_write  # type: ignore[method-assign]
     seen_while_held: list[object] = []
 
     class ArtCraftHeld:

@@ -18,8 +18,8 @@ from redis.exceptions import (
     TimeoutError,
 )
 
-from craft_apps.fleet.store import (
-    CLAIM_WINDOW_MS,
+from craft_apps.fleet.claims import CLAIM_WINDOW_MS
+from craft_apps.fleet.guarded_writes import (
     GuardedWrite,
     StoredKey,
     WriteEffect,

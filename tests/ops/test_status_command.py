@@ -187,8 +187,8 @@ def test_the_fleet_backoff_and_a_claim_in_redis_show(
     settings.CRAFT_APPS = {"STATE_DIR": str(state_dir), "APPS": APPS_SETTING}
     shared = SharedStore(redis_client, hostname="host-b")
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
-    assert shared.claim("photocraft", now_ms - 5000)
-    shared.write_backoff(Backoff(until_ms=now_ms + 600_000, trouble=2))
+    assert shared.claims.claim("photocraft", now_ms - 5000)
+    shared.entries.write_backoff(Backoff(until_ms=now_ms + 600_000, trouble=2))
     doc = json.loads(status("--json"))
     claims = {app["key"]: app["fleet_claim"] for app in doc["apps"]}
     assert claims["artcraft-launcher"] is None
@@ -246,7 +246,7 @@ def test_the_controls_the_fleet_shares_show_with_redis(env: dict[str, str], redi
 
     read_ms = datetime_to_ms(parse_rfc3339("2026-12-01T09:00:00Z"))
     store = SharedStore(redis_client, hostname="host-a")
-    assert store.write_controls(encode((Control("photocraft", YANK, "v0.5.0"),)), read_ms)
+    assert store.controls.write(encode((Control("photocraft", YANK, "v0.5.0"),)), read_ms)
     doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
     assert doc["redis"]["shared_controls"] == {
         "controls": 1,
@@ -257,7 +257,7 @@ def test_the_controls_the_fleet_shares_show_with_redis(env: dict[str, str], redi
         "fleet controls   1 shared, read from the site's database " in manage(env, "craft_apps_status").stdout
     )
 
-    assert store.write_controls("not the controls", read_ms + 1)
+    assert store.controls.write("not the controls", read_ms + 1)
     shared = json.loads(manage(env, "craft_apps_status", "--json").stdout)["redis"]["shared_controls"]
     assert shared["controls"] is None and shared["problem"].startswith("they don't read as controls: ")
     redis_client.hset("craftApps:releases:controls", "v", "9")  # a hash of another format shows too

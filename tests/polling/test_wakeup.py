@@ -130,7 +130,7 @@ def test_when_the_winner_never_answers_another_host_asks_after_the_claim_window(
     fleet.step(600)
     fleet.deliver()
     claimer = fleet.hosts[0].poller.shared
-    assert claimer is not None and claimer.claim(PHOTOCRAFT.key, fleet.clock.now_ms(), REFRESH_GAP_MS)
+    assert claimer is not None and claimer.claims.claim(PHOTOCRAFT.key, fleet.clock.now_ms(), REFRESH_GAP_MS)
     claimed_at = fleet.clock.now_ms() / S
     fleet.hosts = fleet.hosts[1:]  # the claimer died
     for _ in range(15):
@@ -160,7 +160,7 @@ def test_a_refresh_never_overrides_a_backoff(fleet: Fleet):
     assert fleet.admin is not None
     fleet.step(600)
     backoff = Backoff(until_ms=fleet.clock.now_ms() + 120 * S, trouble=1)
-    SharedStore(fleet.admin, hostname="admin").write_backoff(backoff)
+    SharedStore(fleet.admin, hostname="admin").entries.write_backoff(backoff)
     fleet.deliver()
     for _ in range(120):
         fleet.step()

@@ -99,7 +99,7 @@ def hook_host_b(host: Host, at: dict[str, Callable[[], None]], monkeypatch: pyte
     store = host.poller.shared
     assert store is not None
     reads = 0
-    real_read, real_claim = store.read, store.claim
+    real_read, real_claim = store.entries.read, store.claims.claim
 
     def run(point: str) -> None:
         action = at.pop(point, None)
@@ -116,8 +116,8 @@ def hook_host_b(host: Host, at: dict[str, Callable[[], None]], monkeypatch: pyte
         run(POINTS[2])
         return real_claim(*args, **kwargs)
 
-    monkeypatch.setattr(store, "read", read)
-    monkeypatch.setattr(store, "claim", claim)
+    monkeypatch.setattr(store.entries, "read", read)
+    monkeypatch.setattr(store.claims, "claim", claim)
 
 
 class TwoHosts:
