@@ -121,7 +121,7 @@ class Lease:
             remade = self.remaker.remake_if_deleted(fence, expires_ms=now + self.timing.ttl_ms)
             if remade is False:
                 return self._lose("the state file was deleted and another process made a new one first")
-            if remade is None:  # the file is there: renew in it when due
+            if remade is None:  # not made anew here: renew in the file there, when due
                 # A file replaced since the last renewal is checked at once: this holder's custody
                 # is most likely not in it, and the poller must not ask GitHub on its behalf.
                 due = now - self._renewed_ms >= self.timing.renew_every_ms
