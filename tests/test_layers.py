@@ -32,6 +32,7 @@ LAYERS: dict[str, float] = {
     "kernel.controls": 2,  # hold, yank and staged rollout: the rule, its check and its codec
     "kernel.source": 2,  # what the poller asks of a release source; github implements it
     "kernel.tauri_updates": 2,  # what the Tauri updater endpoint offers (uses versions)
+    "kernel.guard": 2.2,  # a guarded policy's rule: moves on while healthy, pauses (uses controls)
     "kernel.policies": 2.5,  # each app's release policy: what waits (uses controls)
     "kernel.serving": 3,  # what each channel serves each app: the one serving rule
     "github": 3,

@@ -21,12 +21,12 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.models import LogEntry
 from django.core.exceptions import ValidationError
 from django.db import router, transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
 from craft_apps.api.answer import build_release_info
@@ -38,9 +38,13 @@ from craft_apps.content.models import REASON_MAX, ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.controls import APPROVAL, ROLLOUT, STAGED, format_schedule
+from craft_apps.kernel.guard import FAILING, Health, Mark, resume
 from craft_apps.kernel.instants import datetime_to_ms, format_ms
 from craft_apps.kernel.policies import parse_offsets, policy_of, rollout_of
 from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
+from craft_apps.kernel.versions import version_text
+from craft_apps.reports.counts import ReportsUnavailable
+from craft_apps.reports.stores import release_counts
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -69,7 +73,9 @@ def _wait_line(item: WaitingRelease) -> str:
     wait = item.wait
     if wait.kind == APPROVAL:
         return f"{wait.release.tag}: waits for an approval"
-    text = f"{wait.release.tag}: staged at {wait.percentage} %"
+    if wait.paused:
+        return f"{wait.release.tag}: paused by its guard at {wait.percentage} %"
+    text = f"{wait.release.tag}: {wait.kind} at {wait.percentage} %"
     if wait.next_ms is not None:
         text += f", {wait.next_percentage} % from {format_ms(wait.next_ms)}"
     return text
@@ -79,14 +85,41 @@ class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
     """The model's fields, the app key chosen from the configured apps (as a control's,
     ``control_form.app_choices``); the model's validation is the one rule."""
 
+    notify_url = forms.URLField(
+        required=False,
+        max_length=500,
+        assume_scheme="https",
+        help_text="guarded: a webhook (Slack-compatible) told when a rollout pauses itself; optional.",
+    )
+
     class Meta:
         model = ReleasePolicy
-        fields = ("app_key", "channel", "policy", "schedule", "reason")
+        fields = (
+            "app_key",
+            "channel",
+            "policy",
+            "schedule",
+            "min_installs",
+            "max_failing_percent",
+            "notify_url",
+            "reason",
+        )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         current = self.instance.app_key if self.instance.pk is not None else None
         set_widget(self, "app_key", forms.Select(choices=app_choices(app_settings.APPS, current)))
+        for name in ("min_installs", "max_failing_percent"):  # left out: the model's default
+            if name in self.fields:
+                self.fields[name].required = False
+
+    def clean_min_installs(self) -> Any:
+        found = self.cleaned_data.get("min_installs")
+        return ReleasePolicy().min_installs if found is None else found
+
+    def clean_max_failing_percent(self) -> Any:
+        found = self.cleaned_data.get("max_failing_percent")
+        return ReleasePolicy().max_failing_percent if found is None else found
 
 
 @admin.register(ReleasePolicy)
@@ -104,9 +137,49 @@ class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     )
     list_filter = ("policy", "channel")
     search_fields = ("app_key", "reason")
-    fields = ("app_key", "channel", "policy", "schedule", "reason", "effective_from", "approved")
+    fields = (
+        "app_key",
+        "channel",
+        "policy",
+        "schedule",
+        "min_installs",
+        "max_failing_percent",
+        "notify_url",
+        "reason",
+        "effective_from",
+        "approved",
+    )
     readonly_fields = ("effective_from", "approved", "waiting", "changed_by", "updated_at")
-    actions = ("approve", "approve_staged", "take_over")
+    actions = ("approve", "approve_staged", "take_over", "resume_guarded")
+
+    def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        """The page, with a banner for each release the policy's guard paused."""
+        row = ReleasePolicy.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        for mark in paused_marks(row):
+            messages.warning(request, paused_text(row, mark))  # type: ignore[arg-type]
+        return super().change_view(request, object_id, *args, **kwargs)
+
+    @admin.action(
+        description="Resume the guarded rollouts the selected policies paused", permissions=["change"]
+    )
+    def resume_guarded(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        done: list[str] = []
+        now_ms = runtime().clock.now_ms()
+        with transaction.atomic(using=router.db_for_write(ReleasePolicy)):
+            for policy in queryset.select_for_update():
+                marks = policy.marks()
+                resumed = paused_marks(policy)
+                for mark in resumed:
+                    marks[mark.tag] = resume(mark, _counts_now(policy.app_key, mark), now_ms)
+                if resumed:
+                    policy.set_marks(marks)
+                    policy.changed_by = request.user.get_username()
+                    policy.save()
+                    tags = ", ".join(m.tag for m in resumed)
+                    self._log(request, policy, f"Resumed the guarded rollout of {tags}")
+                    done += [f"{policy.app_key} {m.tag} on {policy.channel}" for m in resumed]
+        said = ", ".join(done) if done else "nothing: no guarded rollout is paused"
+        self.message_user(request, f"Resumed {said}. Launchers see it within 2 s.")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return (*self.fields, "waiting", "changed_by", "updated_at")
@@ -221,3 +294,30 @@ def _rollout(
         schedule=steps,
         reason=f"{why} ({policy_row}). Reason: {policy_row.reason}"[:REASON_MAX],
     )
+
+
+def paused_marks(row: ReleasePolicy | None) -> list[Mark]:
+    """The releases the policy's guard paused (none for another policy)."""
+    return [] if row is None or row.policy != "guarded" else [m for m in row.marks().values() if m.paused]
+
+
+def paused_text(row: ReleasePolicy, mark: Mark) -> str:
+    return (
+        f"{row.app_key} {mark.tag} on {row.channel}: the guarded rollout paused itself at "
+        f"{mark.percentage} % on {format_ms(mark.at_ms)}: {mark.seen.text()}, "
+        f"over {row.max_failing_percent} %. "
+        "Resume it with the list's action, or yank it in Release controls."
+    )
+
+
+def _counts_now(app: str, mark: Mark) -> Health:
+    """The release's counts now, from which a resumed rollout is judged (those at its pause
+    when the reports can't be read)."""
+    version = version_text(mark.tag) or mark.tag
+    try:
+        found = [c for c in release_counts([app]) if c.version == version]
+    except ReportsUnavailable:
+        found = []
+    if not found:
+        return Health(mark.base.installs + mark.seen.installs, mark.base.failing + mark.seen.failing)
+    return Health(found[0].installs(), found[0].installs(FAILING))

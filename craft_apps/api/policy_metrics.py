@@ -57,4 +57,12 @@ def policy_metrics(view: HostView, now_ms: int) -> Iterable[Metric]:
         if wait.next_ms is not None and wait.next_percentage is not None:
             next_at.add_metric(labels, wait.next_ms / 1000)
             next_share.add_metric(labels, wait.next_percentage)
-    return (waiting, share, next_at, next_share)
+    paused = GaugeMetricFamily(
+        "craft_apps_release_guard_paused",
+        "1 for a guarded release whose rollout paused itself on its failure share (until resumed).",
+        labels=LABELS,
+    )
+    for item in found:
+        if item.wait.paused:
+            paused.add_metric([item.app_key, item.channel.value, item.wait.release.tag, item.wait.kind], 1)
+    return (waiting, share, next_at, next_share, paused)

@@ -29,6 +29,7 @@ from django.dispatch import receiver
 
 from craft_apps.api.answer import RECHECK_S
 from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.guard_watch import GuardWatch
 from craft_apps.api.page_cache import PageCache
 from craft_apps.api.representation import Refiner
 from craft_apps.api.tauri_answers import TauriAnswers
@@ -53,6 +54,7 @@ class Runtime:
         recheck_s: float = RECHECK_S,
         refiner: Refiner | None = None,
         feed: NoticesFeed | None = None,
+        watch_guard: bool = False,
     ) -> None:
         self.clock: Clock = clock or SystemClock()
         self.feed = feed or NoticesFeed(clock=self.clock)
@@ -68,6 +70,12 @@ class Runtime:
             self.feed.controls_changed_ms,
         )
         self.pages = PageCache()
+        # The guarded policies' watch (api.guard_watch): started by the first answer of the
+        # process's own runtime, not by one ``use`` puts in place.
+        self.guard = GuardWatch(
+            self.answers.snapshot, self.feed.channel_apps, self.feed.controls, self.clock.now_ms
+        )
+        self.watch_guard = watch_guard
         self.tauri = TauriAnswers()  # the Tauri updater endpoint's answers (api.tauri)
         # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):
         # said once, not at every request.
@@ -92,6 +100,8 @@ class Runtime:
 
     def notices(self) -> Notices:
         """What the feed's last look left (never waits on the database, never raises)."""
+        if self.watch_guard:
+            self.guard.start()
         return self.feed.current()
 
     def reset(self) -> None:
@@ -105,6 +115,7 @@ class Runtime:
     def close(self) -> None:
         """Ends the feed's looker thread and closes the stores (a runtime ``use`` put in place)."""
         self.feed.close()
+        self.guard.close()
         with self._lock:
             stores, self._stores = list(self._stores.values()), {}
         for store in stores:
@@ -128,7 +139,7 @@ def runtime() -> Runtime:
     if current is None:
         with _slot.lock:
             if _slot.runtime is None:
-                _slot.runtime = Runtime()
+                _slot.runtime = Runtime(watch_guard=True)
             current = _slot.runtime
     return current
 

@@ -25,9 +25,11 @@ ROLLOUT = "rollout"
 ACTIONS = (HOLD, YANK, ROLLOUT)
 # A release policy and its approvals travel with the controls (``policies`` says what they do).
 STAGED = "staged"
+GUARDED = "guarded"  # staged, moving on only while the release is healthy (``guard``)
 APPROVAL = "approval"
 APPROVED = "approved"
-POLICY_ACTIONS = (STAGED, APPROVAL, APPROVED)
+GUARD = "guard"  # what a guarded policy decided for one tag: its percentage, paused or not
+POLICY_ACTIONS = (STAGED, GUARDED, APPROVAL, APPROVED, GUARD)
 EVERY_CHANNEL = ""
 FULL = 100  # the percentage at which a rollout is complete
 

@@ -1,4 +1,4 @@
-"""Each app's release policy per channel, pure: ``immediate`` (the default), ``staged`` or ``approval``.
+"""Each app's release policy per channel, pure: ``immediate``, ``staged``, ``guarded`` or ``approval``.
 
 A policy travels with the release controls as a control of its own action, so every host
 applies it alike: what waits depends only on the releases' publish times, the policy and the
@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from craft_apps.kernel.controls import (
     ACTIONS,
     APPROVAL,
     APPROVED,
     FULL,
+    GUARD,
+    GUARDED,
     ROLLOUT,
     STAGED,
     Control,
@@ -25,10 +27,12 @@ from craft_apps.kernel.controls import (
 )
 from craft_apps.kernel.controls import serve as serve_controls
 from craft_apps.kernel.domain import Release
+from craft_apps.kernel.guard import Mark, served_share
 from craft_apps.kernel.instants import datetime_to_ms
 
 IMMEDIATE = "immediate"
-KINDS = (IMMEDIATE, STAGED, APPROVAL)
+KINDS = (IMMEDIATE, STAGED, GUARDED, APPROVAL)
+SCHEDULED = (STAGED, GUARDED)  # the policies with a schedule
 DEFAULT_SCHEDULE = "+0h 5, +24h 25, +72h 100"
 MAX_OFFSET_MS = 365 * 24 * 3600 * 1000  # a year: a step later than that is a typo
 _UNIT_MS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -89,28 +93,30 @@ def policy_control(
     app_key: str, channel: str, kind: str, offsets: Sequence[Offset], since_ms: int
 ) -> Control | None:
     """The control a policy travels as; None for ``immediate``, which changes nothing."""
-    if kind not in (STAGED, APPROVAL):
+    if kind not in (*SCHEDULED, APPROVAL):
         return None
-    steps = tuple(Step(since_ms + o.after_ms, o.percentage) for o in offsets) if kind == STAGED else ()
+    steps = tuple(Step(since_ms + o.after_ms, o.percentage) for o in offsets) if kind in SCHEDULED else ()
     return Control(app_key, kind, "", channel, steps=steps, since_ms=since_ms)
 
 
 @dataclass(frozen=True, slots=True)
 class Wait:
     """A release a policy keeps back: ``percentage`` of launchers offered it now (None: it
-    waits for an approval), and when and to what the percentage moves next on its own."""
+    waits for an approval), and when and to what the percentage moves next on its own (a
+    guarded one's: when it may, if healthy); ``paused``: a guarded one paused itself."""
 
     release: Release
     kind: str
     percentage: int | None
     next_ms: int | None = None
     next_percentage: int | None = None
+    paused: bool = False
 
 
 def policy_of(controls: Iterable[Control], channel: str) -> Control | None:
     """The policy among an app's ``controls`` that applies on ``channel``, if any."""
     return next(
-        (c for c in controls if c.action in (STAGED, APPROVAL) and c.since_ms and c.applies_to(channel)),
+        (c for c in controls if c.action in (*SCHEDULED, APPROVAL) and c.since_ms and c.applies_to(channel)),
         None,
     )
 
@@ -137,21 +143,39 @@ def waiting(
             found[release.tag] = Wait(release, APPROVAL, None)
             continue
         staged = rollout_of(policy, release.tag, published_ms)
-        share = staged.percentage_at(now_ms)
+        mark = marks_of(controls, channel).get(release.tag) if policy.action == GUARDED else None
+        share = (
+            staged.percentage_at(now_ms) if policy.action == STAGED else served_share(staged, mark, now_ms)
+        )
         if share >= FULL:
             continue
-        next_ms = staged.next_change_ms(now_ms)
+        paused = mark is not None and mark.paused
+        next_ms = None if paused else staged.next_change_ms(now_ms)
         later = None if next_ms is None else staged.percentage_at(next_ms)
-        found[release.tag] = Wait(release, STAGED, share, next_ms, later)
+        found[release.tag] = Wait(release, policy.action, share, next_ms, later, paused)
     return found
+
+
+def marks_of(controls: Iterable[Control], channel: str) -> dict[str, Mark]:
+    """What a guarded policy on ``channel`` decided for each tag (the ``guard`` controls its row
+    travels with), by tag: the percentage it let through and whether it paused there."""
+    return {
+        c.tag: Mark(c.tag, c.percentage, c.paused_at_ms is not None, c.paused_at_ms or 0)
+        for c in controls
+        if c.action == GUARD and c.applies_to(channel)
+    }
 
 
 def schedules(releases: Iterable[Release], controls: Sequence[Control], channel: str) -> list[Control]:
     """The rollout a staged policy on ``channel`` gives each new release among ``releases``
-    that no operator decided on (``rollout_of``), finished or not: when an answer changes."""
+    that no operator decided on (``rollout_of``), finished or not: when an answer changes. A
+    guarded policy's moves on its own only to its first step (a later one is a write of its row)."""
     policy = policy_of(controls, channel)
-    if policy is None or policy.action != STAGED or policy.since_ms is None:
+    if policy is None or policy.action not in SCHEDULED or policy.since_ms is None:
         return []
+    if policy.action == GUARDED:
+        policy = replace(policy, steps=policy.steps[:1])
+    since_ms: int = policy.since_ms or 0
     decided = {
         c.tag for c in controls if c.applies_to(channel) and (c.action in ACTIONS or c.action == APPROVED)
     }
@@ -160,7 +184,7 @@ def schedules(releases: Iterable[Release], controls: Sequence[Control], channel:
         if release.published_at is None or release.tag in decided:
             continue
         published_ms = datetime_to_ms(release.published_at)
-        if published_ms >= policy.since_ms:
+        if published_ms >= since_ms:
             found.setdefault(release.tag, rollout_of(policy, release.tag, published_ms))
     return list(found.values())
 

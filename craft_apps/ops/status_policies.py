@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from craft_apps.kernel.controls import APPROVAL, APPROVED, STAGED, Control
+from craft_apps.kernel.controls import APPROVAL, APPROVED, GUARDED, STAGED, Control
 from craft_apps.kernel.instants import datetime_to_ms, format_ms
 from craft_apps.kernel.policies import Offset, format_offsets
 from craft_apps.kernel.serving import WaitingRelease
@@ -24,7 +24,7 @@ def policies_document(
             "app": c.app_key,
             "channel": c.channel,
             "policy": c.action,
-            "schedule": _schedule(c) if c.action == STAGED else None,
+            "schedule": _schedule(c) if c.action in (STAGED, GUARDED) else None,
             "since": format_ms(c.since_ms or 0),
             "approved": [
                 a.tag
@@ -33,7 +33,7 @@ def policies_document(
             ],
         }
         for c in listed
-        if c.action in (STAGED, APPROVAL)
+        if c.action in (STAGED, GUARDED, APPROVAL)
     ]
     return {
         "release_policies": policies,
@@ -49,6 +49,7 @@ def _schedule(policy: Control) -> str:
 def _waiting(found: WaitingRelease) -> dict[str, Any]:
     wait = found.wait
     published = wait.release.published_at
+    guarded = {"paused": wait.paused} if wait.kind == GUARDED else {}
     return {
         "app": found.app_key,
         "channel": found.channel.value,
@@ -60,4 +61,5 @@ def _waiting(found: WaitingRelease) -> dict[str, Any]:
         "next_step": None
         if wait.next_ms is None
         else {"at": format_ms(wait.next_ms), "percentage": wait.next_percentage},
+        **guarded,
     }

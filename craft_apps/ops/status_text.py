@@ -136,7 +136,9 @@ def _policy_lines(doc: Mapping[str, Any], relative: _Relative) -> list[str]:
 def _wait_text(wait: Mapping[str, Any], relative: _Relative) -> str:
     if wait["waits_for"] == "approval":
         return "waits for an approval in the admin (the release before stays latest_release)"
-    text = f"staged at {wait['percentage']} % now"
+    if wait.get("paused"):
+        return f"paused by its guard at {wait['percentage']} % (resume or yank it in the admin)"
+    text = f"{'guarded' if wait['policy'] == 'guarded' else 'staged'} at {wait['percentage']} % now"
     step = wait["next_step"]
     if step is not None:
         text += f", {step['percentage']} % from {step['at']} ({relative.of(step['at'])})"
@@ -185,6 +187,12 @@ def _drop_lines(doc: Mapping[str, Any], relative: _Relative) -> list[str]:
             lines.append(
                 f"{key}: GitHub answers 404 for {repo} since {relative.of(app['gone_since'])}; "
                 f"still serving {app['tag'] or 'the last release'}"
+            )
+        auth = app.get("auth_failure")
+        if auth is not None:
+            lines.append(
+                f"{key}: GitHub lacks or refuses the credentials for {repo} since "
+                f"{relative.of(auth['since'])}: check {auth['setting']} (docs/private.md)"
             )
         for drop in app["dropped_assets"]:
             lines.append(
