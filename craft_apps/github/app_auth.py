@@ -70,6 +70,7 @@ class AppCredentials:
         self._installations: dict[str, int | None] = {}  # repo (lowercase) -> installation id
         self._tokens: dict[int, _Token] = {}
         self._problems: dict[str, str] = {}
+        self._problem_settings: dict[str, str] = {}  # repo -> the setting its problem is about
         self._unseen: dict[str, float] = {}  # private repo -> when to ask for its installation again
         self.exchanges = 0  # tokens made (the tests and the benchmarks read it)
 
@@ -93,6 +94,11 @@ class AppCredentials:
         """Why no token could be made for ``repo`` last time, or None."""
         with self._lock:
             return self._problems.get(repo.lower())
+
+    def setting(self, repo: str) -> str:
+        """The setting ``repo``'s last problem is about; ``GITHUB_APP_ID`` when there is none."""
+        with self._lock:
+            return self._problem_settings.get(repo.lower(), "GITHUB_APP_ID")
 
     def _token_for(self, repo: str) -> str | None:
         installation = self._installation(repo)
@@ -129,7 +135,8 @@ class AppCredentials:
         if found is None and key in self._private:
             setting = describe("GITHUB_APP_INSTALLATION_ID")
             which = f"{setting}'s installation" if configured else "the GitHub App"
-            self._failed(repo, f"{which} can't see the private repository {repo} ({answer})")
+            installed = "GITHUB_APP_INSTALLATION_ID" if configured else "GITHUB_APP_ID"
+            self._failed(repo, f"{which} can't see the private repository {repo} ({answer})", installed)
             self._unseen[key] = self._now() + ASK_AGAIN_S
             return None
         self._installations[key] = found
@@ -169,11 +176,13 @@ class AppCredentials:
             "User-Agent": USER_AGENT,
         }
 
-    def _failed(self, repo: str, line: str) -> None:
-        """Keeps ``line`` as ``repo``'s problem, logged once while it stays the same."""
+    def _failed(self, repo: str, line: str, setting: str = "GITHUB_APP_ID") -> None:
+        """Keeps ``line`` as ``repo``'s problem (about ``setting``), logged once while it stays
+        the same."""
         if self._problems.get(repo.lower()) != line:
             logger.error("GitHub App authentication: %s.", line)
         self._problems[repo.lower()] = line
+        self._problem_settings[repo.lower()] = setting
 
 
 def _positive_int(value: object) -> int | None:

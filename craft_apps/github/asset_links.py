@@ -52,6 +52,10 @@ class Credentials(Protocol):
         """Why ``authorization`` gave None for ``repo`` (one line naming a setting), or None."""
         ...
 
+    def setting(self, repo: str) -> str:
+        """The setting to check when GitHub lacks or refuses these credentials for ``repo``."""
+        ...
+
 
 class StaticToken:
     """``GITHUB_TOKEN``: the same token for every repository."""
@@ -67,6 +71,9 @@ class StaticToken:
 
     def rejected(self, repo: str) -> None:
         """A static token can't be renewed."""
+
+    def setting(self, repo: str) -> str:
+        return "GITHUB_TOKEN"
 
     def problem(self, repo: str) -> str | None:
         if self._token is not None:

@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
@@ -199,7 +200,7 @@ class GitHubClient:
             outcome = Failed(f"unexpected error: {type(exc).__name__}")
             logger.error("Fetching the latest release of %s failed unexpectedly: %s", repo, outcome.reason)
         if isinstance(outcome, Failed):
-            outcome = Failed(self._scrub(outcome.reason))
+            outcome = replace(outcome, reason=self._scrub(outcome.reason))
         assert not isinstance(outcome, ListFetched)
         return outcome
 
@@ -213,7 +214,7 @@ class GitHubClient:
             outcome = Failed(f"unexpected error: {type(exc).__name__}")
             logger.error("Fetching the releases of %s failed unexpectedly: %s", repo, outcome.reason)
         if isinstance(outcome, Failed):
-            return Failed(self._scrub(outcome.reason))
+            return replace(outcome, reason=self._scrub(outcome.reason))
         assert not isinstance(outcome, Fetched)
         return outcome
 
@@ -303,7 +304,7 @@ class GitHubClient:
             return Failed("the file is not of a private app")
         authorization = self._authorization(repo)
         if authorization is None:
-            return Failed(self._no_credentials(repo))
+            return self._no_credentials(repo)
         return f"{self._api_url}/repos/{repo}/releases/assets/{asset_id}", authorization
 
     def _authorization(self, repo: str) -> str | None:
@@ -312,10 +313,12 @@ class GitHubClient:
             return self._credentials.authorization(repo)
         return None if self._token is None else f"Bearer {self._token}"
 
-    def _no_credentials(self, repo: str) -> str:
+    def _no_credentials(self, repo: str) -> Failed:
         """Why a private app's request can't be made: one line naming the settings."""
-        found = self._credentials.problem(repo) if self._credentials is not None else None
-        return found or f"a private app needs a GitHub token or a GitHub App ({describe('GITHUB_TOKEN')})"
+        if self._credentials is not None and (found := self._credentials.problem(repo)) is not None:
+            return Failed(found, setting=self._credentials.setting(repo))
+        line = f"a private app needs a GitHub token or a GitHub App ({describe('GITHUB_TOKEN')})"
+        return Failed(line, setting="GITHUB_TOKEN")
 
     def _small_file(self, response: requests.Response, limit: int) -> bytes | Failed:
         if response.status_code != 200:
@@ -352,6 +355,9 @@ class GitHubClient:
         ):
             self._credentials.rejected(repo)
             outcome = self._fetch_once(repo, etag, per_page=per_page)
+        if isinstance(outcome, Failed) and outcome.reason.startswith("HTTP 401"):  # refused, renewed or not
+            setting = "GITHUB_TOKEN" if self._credentials is None else self._credentials.setting(repo)
+            outcome = replace(outcome, setting=setting)
         return outcome
 
     def _fetch_once(
@@ -366,7 +372,7 @@ class GitHubClient:
             url = f"{self._api_url}/repos/{repo}/releases?per_page={per_page}"
         headers = self._headers(repo, etag)
         if repo.lower() in self._private and "Authorization" not in headers:
-            return Failed(self._no_credentials(repo))  # GitHub would answer 404: no release
+            return self._no_credentials(repo)  # GitHub would answer 404: no release
         with _Deadline(self._total_timeout, self._deadlines) as deadline:
             try:
                 response = self._session.get(

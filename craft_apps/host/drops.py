@@ -4,7 +4,9 @@ One row per app and kind, for the release it concerns: the assets of GitHub's an
 not served, by reason (``craft_apps.github.parsing.DROP_REASONS``, with the count); ``moved``
 when GitHub redirected the app's repository to another one (``detail``: the new name, until
 ``APPS`` is updated); ``gone`` when GitHub answered 404 for a repository that had a release
-(``seen_ms``: since when; the last release is still served). The poller replaces an app's rows
+(``seen_ms``: since when; the last release is still served); ``auth`` when the app's last fetch
+failed for want of credentials GitHub takes (``detail``: the setting to check, never its value;
+until a fetch succeeds or fails otherwise). The poller replaces an app's rows
 whenever they change and warns once then, so a restarted poller, reading them back, doesn't
 warn again; ``craft_apps_status``, the metrics and the health rule ``gone`` read them.
 
@@ -26,6 +28,7 @@ from craft_apps.kernel.domain import is_stored_count, is_stored_time
 TABLE = "poller_drops"
 MOVED = "moved"
 GONE = "gone"
+AUTH = "auth"
 
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (app TEXT NOT NULL, kind TEXT NOT NULL, release TEXT NOT NULL,"
@@ -36,10 +39,10 @@ _CREATE = (
 @dataclass(frozen=True)
 class Drop:
     app: str
-    kind: str  # a reason of DROP_REASONS, MOVED or GONE
+    kind: str  # a reason of DROP_REASONS, MOVED, GONE or AUTH
     release: str  # the tag of the release it concerns ("" when none)
-    count: int  # assets dropped; 1 for MOVED and GONE
-    detail: str  # MOVED: the repository's new name; otherwise ""
+    count: int  # assets dropped; 1 for MOVED, GONE and AUTH
+    detail: str  # MOVED: the repository's new name; AUTH: the setting to check; otherwise ""
     seen_ms: int  # when it was first seen for this release
 
     def same_fact(self, other: Drop) -> bool:

@@ -57,9 +57,12 @@ class RateLimited:
 
 @dataclass(frozen=True)
 class Failed:
-    """Nothing usable came back; ``reason`` is one line, safe to log."""
+    """Nothing usable came back; ``reason`` is one line, safe to log. ``setting`` names the
+    setting to check when GitHub lacked or refused the credentials (a key of ``conf.SETTINGS``,
+    never a value); None for any other failure."""
 
     reason: str
+    setting: str | None = None
 
 
 FetchOutcome = Fetched | NotModified | RateLimited | Failed

@@ -12,8 +12,9 @@ from dataclasses import replace
 from typing import Any
 
 from craft_apps.api.controls import known_tags
+from craft_apps.conf import describe
 from craft_apps.fleet.claims import CLAIM_WINDOW_MS
-from craft_apps.host.drops import GONE, MOVED
+from craft_apps.host.drops import AUTH, GONE, MOVED
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
 from craft_apps.kernel.controls import ACTIONS, ROLLOUT, tag_known
@@ -253,10 +254,12 @@ def _app(
 
 def _drop_fields(view: HostView, key: str) -> dict[str, Any]:
     """What the poller doesn't serve of the app's release and what GitHub told it
-    (``craft_apps.host.drops``): dropped assets by reason, a rename, a 404 after a release."""
+    (``craft_apps.host.drops``): dropped assets by reason, a rename, a 404 after a release, a
+    failure for want of credentials GitHub takes (the setting to check, never its value)."""
     rows = [drop for drop in view.drops if drop.app == key]
     moved = next((drop for drop in rows if drop.kind == MOVED), None)
     gone = next((drop for drop in rows if drop.kind == GONE), None)
+    auth = next((drop for drop in rows if drop.kind == AUTH), None)
     return {
         "dropped_assets": [
             {
@@ -266,11 +269,21 @@ def _drop_fields(view: HostView, key: str) -> dict[str, Any]:
                 "since": _instant(drop.seen_ms),
             }
             for drop in rows
-            if drop.kind not in (MOVED, GONE)
+            if drop.kind not in (MOVED, GONE, AUTH)
         ],
         "moved_to": None if moved is None else moved.detail,
         "gone_since": None if gone is None else _instant(gone.seen_ms),
+        "auth_failure": None if auth is None else _auth_failure(auth.detail, auth.seen_ms),
     }
+
+
+def _auth_failure(setting: str, since_ms: int) -> dict[str, Any]:
+    """The setting an authentication failure is about, as a message names it."""
+    try:
+        named = describe(setting)
+    except KeyError:  # a row written by another version: named as it is
+        named = setting
+    return {"setting": named, "since": _instant(since_ms)}
 
 
 def _pending_refresh(

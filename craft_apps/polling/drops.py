@@ -1,7 +1,8 @@
 """What the poller drops or is told, said once: one warning per app and release, not per tick.
 
 After each answer the poller hands it here. What it implies for the app (assets dropped by
-reason, the repository renamed on GitHub, a 404 for a repository that had a release) is compared
+reason, the repository renamed on GitHub, a 404 for a repository that had a release, a failure
+for want of credentials GitHub takes) is compared
 with what was last recorded for the app; anything new is logged once as a warning and the app's
 rows in the host's state file (``craft_apps.host.drops``) are replaced, which is where
 ``craft_apps_status``, the metrics and the health rule ``gone`` read them. What was warned is
@@ -15,10 +16,10 @@ import logging
 from collections.abc import Mapping
 
 from craft_apps.conf import describe
-from craft_apps.host.drops import GONE, MOVED, Drop, read_drops, replace_app
+from craft_apps.host.drops import AUTH, GONE, MOVED, Drop, read_drops, replace_app
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.kernel.domain import AppSpec, Release
-from craft_apps.kernel.source import MAX_ASSETS, Fetched, FetchOutcome, NotModified
+from craft_apps.kernel.source import MAX_ASSETS, Failed, Fetched, FetchOutcome, NotModified
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +57,8 @@ class DropLog:
         previous = self._rows.get(app.key, ())
         rows = self._rows_after(app, outcome, kept, previous, now_ms)
         if rows is not None and rows != previous:
-            for row in rows:
-                if not any(row.same_fact(old) for old in previous):
+            for row in rows:  # an AUTH row's failure is logged by the poller and the client
+                if row.kind != AUTH and not any(row.same_fact(old) for old in previous):
                     logger.warning("%s", self._warning(app, row, kept))
             for old in previous:
                 if old.kind in (GONE, MOVED) and not any(old.kind == row.kind for row in rows):
@@ -108,16 +109,21 @@ class DropLog:
         previous: tuple[Drop, ...],
         now_ms: int,
     ) -> tuple[Drop, ...] | None:
-        """The app's rows after ``outcome``; None when it says nothing new (a failure)."""
+        """The app's rows after ``outcome``; None when it says nothing new (a rate limit). A
+        failure replaces only the AUTH row: there when it was for want of credentials."""
         if isinstance(outcome, NotModified):
-            return tuple(row for row in previous if row.kind != GONE)  # the release is there
-        if not isinstance(outcome, Fetched):
+            return tuple(row for row in previous if row.kind not in (GONE, AUTH))  # the release is there
+        if isinstance(outcome, Failed):
+            rows = [row for row in previous if row.kind != AUTH]
+            if outcome.setting is not None:
+                rows.append(Drop(app.key, AUTH, kept.tag if kept else "", 1, outcome.setting, now_ms))
+        elif not isinstance(outcome, Fetched):
             return None
-        if outcome.release is None:
+        elif outcome.release is None:
             if kept is None:
                 return ()  # a repository without a release: nothing dropped
             # GitHub lost a repository that had a release: what was said about it still holds.
-            rows = [row for row in previous if row.release == kept.tag and row.kind != GONE]
+            rows = [row for row in previous if row.release == kept.tag and row.kind not in (GONE, AUTH)]
             rows.append(Drop(app.key, GONE, kept.tag, 1, "", now_ms))
         else:
             tag = outcome.release.tag

@@ -177,7 +177,7 @@ def test_any_other_status_fails_with_the_status(
     mocked: responses.RequestsMock, status: int, reason: str
 ) -> None:
     mocked.get(LATEST_URL, status=status, body=b"")
-    assert fetch() == Failed(reason)
+    assert fetch() == Failed(reason, setting="GITHUB_TOKEN" if status == 401 else None)  # a 401: the token
 
 
 def test_an_error_message_is_echoed_on_one_capped_line(mocked: responses.RequestsMock) -> None:
