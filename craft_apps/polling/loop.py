@@ -63,6 +63,7 @@ def build_poller_parts(
         interval_ms=app_settings.POLL_INTERVAL_SECS * 1000,
         max_backoff_ms=app_settings.MAX_BACKOFF_SECS * 1000,
         web_url=app_settings.GITHUB_WEB_URL,
+        history_for_every_app=True,
     )
     timing = lease_timing or app_settings.LEASE_TIMING
     host = StateStore(app_settings.STATE_DIR, busy_timeout_s=timing.lock_wait_s)

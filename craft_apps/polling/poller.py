@@ -137,9 +137,9 @@ class Poller:
     ) -> None:
         self.config = config
         self.github: ReleaseSource = github  # asked every round (tests wrap it to watch or delay it)
-        self.lister: ReleaseListSource = github  # the release list, for apps that need history
-        # The app keys that need GitHub's release list (a channel, a control); asked once per
-        # round. By default none: an app without history costs what it cost before.
+        self.lister: ReleaseListSource = github  # the release list: the apps' history
+        # The app keys whose release list is asked every round they are asked (a channel, a
+        # control); with ``history_for_every_app``, every other app's once per new release.
         self.needs_history = needs_history
         self.history: dict[str, tuple[Release, ...]] = {}
         self.history_fetch: dict[str, HistoryFetch] = {}
@@ -236,6 +236,7 @@ class Poller:
 
     def _poll_round(self, due: Sequence[AppSpec], mode: PollMode, report: TickReport) -> PollMode:
         result = report.round
+        lists: list[AppSpec] = []  # the apps whose release list is asked after the round's latests
         for done, app in enumerate(due, 1):
             if self.fence_lost or not self.still_leader():
                 break
@@ -259,9 +260,35 @@ class Poller:
                 self.on_asked(done, len(due))
             if isinstance(outcome, RateLimited):
                 break  # the rest of the round would be refused too
-            if self._owes_list(app.key) and not self._ask_list(app, mode, report):
+            if self._owes_list(app.key):
+                lists.append(app)
+        return self._ask_lists(lists, mode, report)
+
+    def _ask_lists(self, apps: Sequence[AppSpec], mode: PollMode, report: TickReport) -> PollMode:
+        """Asks the release lists the round's apps owe once every due app's latest is served
+        and its updater files read, so a host's first round serves every latest as fast as one
+        without lists; then the listed releases' updater files, but not those of an app whose
+        latest's read failed this round (its history is shared without them)."""
+        now_ms = self.clock.now_ms()
+        reading = [app.key for app in apps if self._latest_files(app.key, now_ms)]
+        mode = self._read_updater_files(mode)
+        if report.round.rate_limited:
+            return mode
+        for app in apps:
+            if not self._ask_list(app, mode, report):
                 break
+        for key in reading:
+            failed = self._latest_files(key, None) and self._updater_owed.pop(key, None) is not None
+            if failed and mode is PollMode.COORDINATED and self.shared is not None:
+                self._share_history(self.shared, key, now_ms)
         return self._read_updater_files(mode)
+
+    def _latest_files(self, key: str, now_ms: int | None) -> bool:
+        """Whether the app's latest release has updater files not read yet (due at ``now_ms``)."""
+        latest = self.memory[key].latest_release
+        if latest is None:
+            return False
+        return self.updater_files.needs(latest) if now_ms is None else self.updater_files.due(latest, now_ms)
 
     def _ask_first_lists(self, now_ms: int) -> None:
         """An app with a release whose history never came from GitHub's list (here or from the
@@ -286,8 +313,8 @@ class Poller:
             self.requests.take(key, needed_ms, now_ms)
 
     def _ask_list(self, app: AppSpec, mode: PollMode, report: TickReport) -> bool:
-        """Asks GitHub's release list of an app that needs history, right after its latest (so
-        once per interval, and at once when the latest changed); False to end the round."""
+        """Asks GitHub's release list of an app that owes one (``_owes_list``), after the
+        round's latests; False to end the round."""
         if self.fence_lost or not self.still_leader() or not self.clock.sleep(BETWEEN_REQUESTS_MS / 1000):
             return False
         fetch = self.history_fetch.get(app.key)
@@ -360,7 +387,7 @@ class Poller:
         return True
 
     def _owes_list(self, key: str, needs: frozenset[str] | None = None) -> bool:
-        """Whether the app's release list is asked with its latest: it needs history (``needs``,
+        """Whether the app's release list is asked this round: it needs history (``needs``,
         ``needs_history()`` when not given), or it owes one (``history.ListsOwed``)."""
         if key in (self.needs_history() if needs is None else needs):
             return True
@@ -461,7 +488,6 @@ class Poller:
             failures = state.failures + 1 if state.is_failing() else 1
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
-            self.drops.observed(app, outcome, state.latest_release, now_ms)  # for want of credentials?
 
     def _carry_updater(self, key: str) -> bool:
         """Gives the app's latest release the updater files read for it (``polling.updater``);

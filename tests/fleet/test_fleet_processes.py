@@ -289,18 +289,30 @@ def test_with_coordination_off_redis_is_never_touched(
     assert poll_once() == 0
     after = redis_client.info("stats")["total_commands_processed"]
     assert after - before == 1, "only this test's own INFO"
-    assert len(github.requests) == 2
+    assert asked(github) == each_once(APPS), "each app's latest, and its list with it"
     settings.CRAFT_APPS = {**base, "STATE_DIR": str(tmp_path / "other")}
     assert poll_once() == 0
     assert redis_client.exists("craftApps:releases:app:photocraft"), "with coordination on, it is used"
 
 
-def run_fleet(tmp_path: Path, github: FakeGitHub, redis_url: str | None, hosts: int = 5) -> Counter[str]:
+def asked(github: FakeGitHub) -> Counter[tuple[str, str]]:
+    """How often GitHub was asked each repository's latest release and its release list."""
+    return Counter((str(r.repo), "latest" if r.path.endswith("/latest") else "list") for r in github.requests)
+
+
+def each_once(apps, times: int = 1) -> Counter[tuple[str, str]]:
+    """Each app's latest and its release list, ``times`` times each."""
+    return Counter({(app.repo, kind): times for app in apps for kind in ("latest", "list")})
+
+
+def run_fleet(
+    tmp_path: Path, github: FakeGitHub, redis_url: str | None, hosts: int = 5
+) -> Counter[tuple[str, str]]:
     """`hosts` pollers as processes, each with its own state directory, every app due at once."""
     env = poller_env(github, redis_url)
     for process in [start_once(env, tmp_path / f"host-{index}", index) for index in range(hosts)]:
         finish(process)
-    return Counter(str(r.repo) for r in github.requests)
+    return asked(github)
 
 
 def age_host_state(state_dir: Path, by_ms: int) -> None:
@@ -323,7 +335,7 @@ def test_after_a_flush_a_host_started_later_warms_up_with_every_app(
     apps = DEFAULT_APPS[:2]
     env = poller_env(github, redis_server.url, apps)
     finish(start_once(env, tmp_path / "host-a", 0))
-    assert [r.status for r in github.requests] == [200, 200]
+    assert asked(github) == each_once(apps) and {r.status for r in github.requests} == {200}
     redis_client.flushall()
     age_host_state(tmp_path / "host-a", by_ms=3600 * S)
     github.reset_requests()
@@ -345,12 +357,13 @@ def test_five_hosts_ask_github_about_each_app_exactly_once(
     tmp_path: Path, github: FakeGitHub, redis_server: RedisServer, redis_client, capsys
 ):
     coordinated = run_fleet(tmp_path / "on", github, redis_server.url)
-    assert coordinated == Counter({app.repo: 1 for app in DEFAULT_APPS})
+    assert coordinated == each_once(DEFAULT_APPS), "one host asks each app's latest and its list"
     github.reset_requests()
     alone = run_fleet(tmp_path / "off", github, None)
-    assert alone == Counter({app.repo: 5 for app in DEFAULT_APPS})
+    assert alone == each_once(DEFAULT_APPS, times=5)
     with capsys.disabled():
         print(
             f"\n5 hosts, 13 apps due at once: {sum(coordinated.values()) / 13:.2f} GitHub requests per app "
-            f"with coordination, {sum(alone.values()) / 13:.2f} without"
+            f"with coordination, {sum(alone.values()) / 13:.2f} without (each: its latest, and its list "
+            "once at start-up)"
         )

@@ -73,9 +73,10 @@ def test_a_host_started_later_takes_the_history_from_redis_and_serves_the_prerel
     asked = sorted((r.repo, r.path.split("?")[0].rsplit("/", 1)[-1]) for r in github.requests)
     assert asked == [
         ("storytold/craft-launcher", "latest"),
+        ("storytold/craft-launcher", "releases"),
         ("storytold/photocraft", "latest"),
         ("storytold/photocraft", "releases"),
-    ], "host A asks about photocraft's list only: beta is on for photocraft alone"
+    ], "host A asks each app's list with its first latest"
     shared = fresh_redis_server.client()
     assert shared.exists("craftApps:releases:history:photocraft")
     github.reset_requests()

@@ -34,6 +34,18 @@ from tests.support import ONE_AT_A_TIME, free_port, publish
 pytestmark = pytest.mark.slow
 
 
+def asked(github: FakeGitHub) -> tuple[list[str], list[str]]:
+    """The repositories GitHub was asked the latest release of, and the release list of (once
+    each per app in a first round: the list comes with an app's first latest), sorted."""
+    latests = [str(r.repo) for r in github.requests if r.path.endswith("/releases/latest")]
+    lists = [str(r.repo) for r in github.requests if r.path.split("?")[0].endswith("/releases")]
+    assert len(latests) + len(lists) == len(github.requests), "nothing but latests and lists"
+    return sorted(latests), sorted(lists)
+
+
+EVERY_APP = sorted(app.repo for app in APPS)
+
+
 def lease_row(state_dir: Path) -> tuple[str, int, int]:
     db = sqlite3.connect(state_dir / "craft_apps_state.sqlite3")
     try:
@@ -48,8 +60,8 @@ def lease_row(state_dir: Path) -> tuple[str, int, int]:
 def test_once_runs_a_round_and_exits_0(pollers, github: FakeGitHub, state_dir: Path):
     poller = pollers("--once")
     assert poller.finish() == 0, poller.output()
-    assert len(github.requests) == 2
-    assert "2 fetched, 0 unchanged, 0 failed" in poller.output()
+    assert asked(github) == (EVERY_APP, EVERY_APP)
+    assert "4 fetched, 0 unchanged, 0 failed" in poller.output()  # two latests, two lists
     assert (state_dir / "craft_apps_state.sqlite3").stat().st_mode & 0o777 == 0o600
 
 
@@ -107,13 +119,13 @@ def test_two_processes_racing_for_a_cold_lease_poll_once(pollers, github: FakeGi
     else:
         assert len(active) == 1 and sum("another poller" in out for out in outputs) == 1, outputs
     # Either way GitHub was asked about each app once: the later round found them fresh.
-    assert sorted(str(r.repo) for r in github.requests) == sorted(app.repo for app in APPS)
+    assert asked(github) == (EVERY_APP, EVERY_APP)
 
 
 @ONE_AT_A_TIME
 def test_sigterm_exits_0_quickly_and_a_standby_takes_over_within_seconds(pollers, state_dir: Path):
     holder = pollers("--no-startup-delay")
-    holder.wait_for("2 fetched")
+    holder.wait_for("4 fetched")
     standby = pollers("--no-startup-delay")
     standby.wait_for("standing by")
     fence = lease_row(state_dir)[1]
@@ -156,7 +168,7 @@ def test_a_second_signal_exits_at_once(pollers, github: FakeGitHub):
 @ONE_AT_A_TIME
 def test_kill_9_of_the_holder_gives_a_takeover_within_the_ttl_plus_a_retry(pollers, state_dir: Path):
     holder = pollers("--no-startup-delay")
-    holder.wait_for("2 fetched")
+    holder.wait_for("4 fetched")
     standby = pollers("--no-startup-delay")
     standby.wait_for("standing by")
     holder.process.kill()
@@ -323,9 +335,9 @@ def test_on_a_full_disk_the_round_summary_counts_only_what_was_saved(
     env = {**poller_env, "CRAFT_APPS_LEASE_TTL_SECS": "30"}
     status, out = once_on_a_full_disk(env, state_dir, tmp_path, 8 + 4)  # room for the lease, not the apps
     assert status == 0, out  # the round ran
-    assert len(github.requests) == len(APPS)
+    assert asked(github) == (EVERY_APP, EVERY_APP)
     assert (
-        "Craft app releases (standalone): 0 fetched, 0 unchanged, 0 failed, 2 not saved "
+        "Craft app releases (standalone): 0 fetched, 0 unchanged, 0 failed, 4 not saved "
         "(the host's state file can't be written; kept in memory)."
     ) in out, out
     assert out.count("couldn't write the host's state file") == 1, out  # once, not per write
@@ -355,7 +367,7 @@ def test_a_crowd_of_once_runs_on_a_new_state_directory_polls_once_and_the_rest_e
     active = [n for n, out in outputs.items() if "this poller is active" in out]
     losers = [n for n, out in outputs.items() if "another poller (" in out and "is active" in out]
     assert sorted(active + losers, key=int) == sorted(statuses, key=int)
-    assert sorted(str(r.repo) for r in github.requests) == sorted(app.repo for app in APPS)  # polled once
+    assert asked(github) == (EVERY_APP, EVERY_APP)  # polled once
     assert not any("locked" in out or "not a craft_apps state file" in out for out in outputs.values())
 
 
@@ -375,7 +387,7 @@ def test_the_poller_waits_out_a_lock_on_the_state_file_at_start_up(
         blocker.close()
     assert poller.finish() == 0, poller.output()
     assert "this poller is active" in poller.output()
-    assert len(github.requests) == len(APPS)
+    assert asked(github) == (EVERY_APP, EVERY_APP)
 
 
 def has_open(pid: int, path: Path) -> bool:
@@ -406,7 +418,7 @@ def test_a_holder_whose_file_another_poller_made_anew_steps_down_without_asking_
     finally:
         holder.process.send_signal(signal.SIGCONT)
     holder.wait_for("standing by", timeout=15)
-    newcomer.wait_for("2 fetched", timeout=15)
+    newcomer.wait_for("4 fetched", timeout=15)
     by_holder = [r for r in github.requests if r.header("Authorization") == "Bearer ghp_holder0001"]
     assert len(by_holder) == 1, "the former holder asked GitHub nothing more"
     out = holder.output()
@@ -491,7 +503,7 @@ def test_a_state_file_deleted_under_gunicorn_and_the_poller_loses_nothing_either
     poller = Poller(env, tmp_path / "poller.log", "--no-startup-delay")
     site = Site(env, tmp_path / "gunicorn.log")
     try:
-        poller.wait_for("2 fetched")
+        poller.wait_for("4 fetched")
         before = stored(state_dir)
         assert len(before) == 2 and all(etag for _, etag, _ in before.values())
 

@@ -1,6 +1,6 @@
 """Every app's release list as a poller keeping every app's history asks it, GitHub
 faked with `responses`: once at start-up for a host that has none, once per new latest release,
-never per interval; and what that costs in requests per app per day."""
+never per interval, and after the round's latests; and what that costs in requests per app per day."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from craft_apps.github.client import GitHubClient
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock
 from tests.polling.hosts import API, PUBLISHED, Host, release_json
-from tests.support import PHOTOCRAFT, S
+from tests.support import PHOTOCRAFT, TWO_APPS, S
 
 INTERVAL_S = 1800
 LATEST = f"{API}/repos/{PHOTOCRAFT.repo}/releases/latest"
@@ -101,6 +101,28 @@ def test_the_list_is_asked_once_per_new_latest_release_and_not_per_interval(
         fake_clock.advance(INTERVAL_S)
         host.poller.tick()
     assert (github.asked(LATEST), github.asked(LIST)) == (17, 2)
+
+
+@responses.activate
+def test_a_first_round_serves_every_latest_then_asks_the_lists(state_dir: Path, fake_clock: FakeClock):
+    """A new host's first round asks each app's latest 1 s apart, as before lists, and only
+    then each app's release list: every latest is served as soon as without them."""
+    for app in TWO_APPS:
+        path = f"{API}/repos/{app.repo}/releases"
+        responses.add(responses.GET, f"{path}/latest", json=release_json(app))
+        responses.add(responses.GET, path, json=[release_json(app), release_json(app, "0.4.0")])
+    started_ms = fake_clock.now_ms()
+    host = EveryAppHost(state_dir, fake_clock)
+    host.poller.tick()
+    asked = [str(call.request.url).removeprefix(API).split("?")[0] for call in responses.calls]
+    repos = [app.repo for app in TWO_APPS]
+    assert asked == [f"/repos/{repo}/releases/latest" for repo in repos] + [
+        f"/repos/{repo}/releases" for repo in repos
+    ]
+    fetched = [host.saved(app.key).fetched_ms for app in TWO_APPS]
+    assert fetched == [started_ms, started_ms + 1 * S], "the latests 1 s apart, no list between"
+    for app in TWO_APPS:
+        assert [r.tag for r in host.store.read().history[app.key]] == ["v0.5.0", "v0.4.0"]
 
 
 @responses.activate

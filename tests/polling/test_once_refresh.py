@@ -56,7 +56,8 @@ def test_a_restarted_poller_keeps_10_s_between_two_requests_about_an_app(
     app = APPS[0]
     first = pollers("--once")
     assert first.finish() == 0, first.output()
-    assert [r.repo for r in github.requests_for(app.repo)] == [app.repo], "the first run asked"
+    first_asked = [r.path.split("?")[0].rsplit("/", 1)[-1] for r in github.requests_for(app.repo)]
+    assert first_asked == ["latest", "releases"], "the first run asked its latest, then its list"
     github.reset_requests()
 
     started = time.monotonic()

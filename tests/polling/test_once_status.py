@@ -56,8 +56,9 @@ def run_once(at_ms: int = START_MS) -> int:
 def test_a_good_round_exits_0_and_is_counted_with_the_quota(site: Path):
     assert run_once() == EXIT_OK
     counters = read_counters(StateStore(site))
-    assert counters.requests == {"fetched": 2, "not_modified": 0, "failed": 0, "rate_limited": 0}
-    assert counters.quota is not None and (counters.quota.remaining, counters.quota.limit) == (58, 60)
+    # Each app's latest, and its release list with its first latest (``history.ListsOwed``).
+    assert counters.requests == {"fetched": 4, "not_modified": 0, "failed": 0, "rate_limited": 0}
+    assert counters.quota is not None and (counters.quota.remaining, counters.quota.limit) == (56, 60)
     assert counters.quota.seen_ms >= START_MS
     assert (counters.mode, counters.redis_errors) == ("standalone", 0)
     assert counters.tick_ms is not None and counters.stopped_ms is not None, "a clean stop is recorded"
@@ -69,7 +70,7 @@ def test_failed_requests_leaving_an_app_out_of_date_exit_3(site: Path, github: F
     github.set_fault(APPS[0].repo, StatusFault(502))
     assert run_once() == EXIT_STALE
     requests = read_counters(StateStore(site)).requests
-    assert (requests["fetched"], requests["failed"]) == (1, 1)
+    assert (requests["fetched"], requests["failed"]) == (2, 1)  # the other app's latest and list
 
 
 def test_a_rate_limit_leaving_apps_out_of_date_exits_3(site: Path, github: FakeGitHub):

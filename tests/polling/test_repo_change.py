@@ -15,7 +15,7 @@ from craft_apps.host.store import StateStore
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
 from craft_apps.testing.demo_releases import demo_release
-from craft_apps.testing.fake_github import FakeGitHub, StatusFault
+from craft_apps.testing.fake_github import FakeGitHub, RecordedRequest, StatusFault
 from tests.polling.processes import Poller, poller_environment
 
 ONE = AppSpec("one", "One", "acme/one")
@@ -62,6 +62,11 @@ def stored_row(state_dir: Path) -> tuple[object, ...]:
     return tuple(row)
 
 
+def kind(request: RecordedRequest) -> str:
+    """``latest`` for a repository's latest release, ``releases`` for its release list."""
+    return request.path.split("?")[0].rsplit("/", 1)[-1]
+
+
 def test_a_repository_changed_in_apps_is_asked_about_at_once_and_the_old_release_never_served(
     once: Callable[[AppSpec], Poller], github: FakeGitHub, state_dir: Path
 ) -> None:
@@ -72,12 +77,15 @@ def test_a_repository_changed_in_apps_is_asked_about_at_once_and_the_old_release
 
     second = once(UNO)
     assert second.finish() == 0, second.output()
-    assert "1 fetched, 0 unchanged, 0 failed" in second.output()
+    assert "2 fetched, 0 unchanged, 0 failed" in second.output()  # acme/uno's latest and list
     assert "the host's state file holds a release of acme/one for one, not of acme/uno" in second.output(), (
         second.output()
     )
     asked = github.requests
-    assert [request.repo for request in asked] == [UNO.repo]
+    assert [(request.repo, kind(request)) for request in asked] == [
+        (UNO.repo, "latest"),
+        (UNO.repo, "releases"),
+    ]
     assert asked[0].header("If-None-Match") is None, "acme/one's ETag is never sent about acme/uno"
     repo, fetched_ms, repo_fetched_ms, etag = stored_row(state_dir)
     assert (repo, repo_fetched_ms) == (UNO.repo, fetched_ms)
@@ -102,8 +110,9 @@ def test_going_back_to_the_first_repository_asks_again_too(
     for app in (ONE, UNO, ONE):
         poller = once(app)
         assert poller.finish() == 0, poller.output()
-    assert [request.repo for request in github.requests] == [ONE.repo, UNO.repo, ONE.repo]
-    assert github.requests[-1].header("If-None-Match") is None
+    asked = [(request.repo, kind(request)) for request in github.requests]
+    assert asked == [(repo, k) for repo in (ONE.repo, UNO.repo, ONE.repo) for k in ("latest", "releases")]
+    assert github.requests[-2].header("If-None-Match") is None, "acme/uno's ETag is not acme/one's"
     served = build_release_info([ONE], StateStore(state_dir).read().apps, WEB).apps["one"]
     assert served.latest_release is not None and served.latest_release.version == "1.0.0"
 
