@@ -12,7 +12,8 @@ that redirects to GitHub's short-lived URL of a file.
 People: ``downloads`` the download links (the one
 "which file" rule), ``platforms`` the visitor's system, ``pages`` the downloads page and
 ``page_cache`` its rendered pages. Operators: ``health`` and ``metrics`` (with
-``policy_metrics``, the releases a release policy keeps back); ``schema_views`` the schema-only
+``policy_metrics``, the releases a release policy keeps back); ``guard_watch`` the
+once-a-second check that steps or pauses guarded rollouts; ``schema_views`` the schema-only
 DRF faces of the plain views (health, metrics, the webhook); ``docs_settings`` the
 docs' drf-spectacular settings a site imports. GitHub: ``webhook`` its deliveries, ``refresh``
 the marks a delivery (and ``craft_apps_refresh``) writes.

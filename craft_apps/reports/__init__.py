@@ -12,6 +12,7 @@ app, version and outcome (docs/reports.md).
 - ``intake``: the bounded queue and the writer thread that adds reports to the counts.
 - ``view``: the ``POST /v1/craft_apps/reports`` endpoint.
 - ``status``: what ``craft_apps_status`` shows of the counts.
+- ``notify``: the webhook post (Slack-compatible) when a guarded rollout pauses.
 
 It sits above the host's and the fleet's stores and below the HTTP side (``api.metrics``
 registers its counters) and ``craft_apps_status``.

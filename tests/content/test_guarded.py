@@ -19,7 +19,14 @@ from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.reports.counts import OutcomeCounts, ReleaseCounts
 from craft_apps.reports.notify import Notifier
 from craft_apps.testing.clock import FakeClock
-from tests.content.test_policy_admin import ADMIN, NEW, SINCE, admin_client, clock, host  # noqa: F401
+from tests.content.policy_site import (  # noqa: F401 (fixtures)
+    ADMIN,
+    NEW,
+    SINCE,
+    admin_client_fixture,
+    clock_fixture,
+    host_fixture,
+)
 from tests.controls.support import served
 from tests.support import RELEASE_INFO_URL
 
@@ -74,7 +81,7 @@ def at(fake: FakeClock, hours: float) -> None:
     fake.set_ms(datetime_to_ms(NEW.published_at + timedelta(hours=hours)))
 
 
-def test_a_step_waits_for_the_minimum_then_is_taken_on_healthy_counts(host: Path, clock: FakeClock):  # noqa: F811
+def test_a_step_waits_for_the_minimum_then_is_taken_on_healthy_counts(host: Path, clock: FakeClock):
     guarded()
     client = Client()
     at(clock, 1.5)
@@ -87,8 +94,8 @@ def test_a_step_waits_for_the_minimum_then_is_taken_on_healthy_counts(host: Path
 
 
 def test_a_share_over_the_threshold_pauses_once_is_served_at_once_and_never_moves_on(
-    host: Path,  # noqa: F811 (the fixtures of test_policy_admin)
-    clock: FakeClock,  # noqa: F811
+    host: Path,
+    clock: FakeClock,
 ):
     guarded("http://hooks.invalid/x")
     client = Client()
@@ -108,7 +115,7 @@ def test_a_share_over_the_threshold_pauses_once_is_served_at_once_and_never_move
     assert "12 of 250 installs failing (4.8 %)" in posts.texts[0] and other.texts == []
 
 
-def test_the_admin_shows_the_pause_and_resumes_it(host: Path, clock: FakeClock, admin_client: Client):  # noqa: F811
+def test_the_admin_shows_the_pause_and_resumes_it(host: Path, clock: FakeClock, admin_client: Client):
     row = guarded()
     at(clock, 1.5)
     assert rollout(admin_client) == ("v0.5.0", 5)
