@@ -33,6 +33,7 @@ PAGES = (
     "channels",
     "controls",
     "downloads",
+    "reports",
     "tauri",
     "poller",
     "webhook",

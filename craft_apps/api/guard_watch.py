@@ -138,11 +138,22 @@ class GuardWatch:
         return decision
 
     def _paused(self, row: ReleasePolicy, tag: str, decision: Decision) -> None:
+        seen = decision.mark.seen if decision.mark is not None else Health(0, 0)
+        logger.warning(
+            "Craft app releases: the guarded rollout of %s %s on %s paused itself at %d %% "
+            "(%d installs, %.1f %% failing; threshold %.1f %%)",
+            row.app_key,
+            tag,
+            row.channel,
+            decision.percentage,
+            seen.installs,
+            seen.percent(),
+            float(row.max_failing_percent),
+        )
         text = (
             f"{row.app_key} {tag} on {row.channel}: the guarded rollout {decision.why}. "
             "Resume or yank it in the admin."
         )
-        logger.warning("Craft app releases: %s", text)
         self.notifier.send(row.notify_url, f"Craft apps: {text}")
 
 

@@ -1,13 +1,17 @@
 """The guarded rollouts' webhook (``reports.notify``) against local HTTP servers: a post is
-Slack's JSON ``{"text": ...}``; a server that hangs never holds up ``send``; failures are retried."""
+Slack's JSON ``{"text": ...}``; a server that hangs never holds up ``send``; failures are retried,
+then given up with one line."""
 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
 
 from craft_apps.reports.notify import ATTEMPTS, Notifier, post
 
@@ -58,22 +62,40 @@ def test_a_hanging_server_never_holds_up_send():
     notifier.close()
 
 
-def test_a_failing_server_is_tried_again_then_given_up_with_one_line(caplog):
+class Lines(logging.Handler):
+    """The lines ``reports.notify`` logs, and an event set by the first."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+        self.first = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+        self.first.set()
+
+
+@pytest.fixture
+def lines() -> Iterator[Lines]:
+    found, logger = Lines(), logging.getLogger("craft_apps.reports.notify")
+    logger.addHandler(found)
+    try:
+        yield found
+    finally:
+        logger.removeHandler(found)
+
+
+def test_a_failing_server_is_tried_again_then_given_up_with_one_line(lines: Lines):
     sleeps: list[float] = []
-    tried: list[int] = []
-    done = threading.Event()
-
-    def sender(url: str, text: str, timeout_s: float) -> None:
-        tried.append(1)
-        try:
-            post(url, text, timeout_s)
-        finally:
-            if len(tried) == ATTEMPTS:
-                done.set()
-
-    notifier = Notifier(sender=sender, sleep=sleeps.append, timeout_s=5.0)
+    notifier = Notifier(sleep=sleeps.append, timeout_s=5.0)
     with server([500] * ATTEMPTS) as (url, bodies, _):
-        notifier.send(url, "paused")
-        assert done.wait(10)
+        notifier.send(url, "paused at 10 %:\n12 of 250 installs failing")
+        assert lines.first.wait(10), "the give-up line is the signal that every attempt was made"
     notifier.close()
     assert len(bodies) == ATTEMPTS and len(sleeps) == ATTEMPTS - 1
+    assert notifier.given_up == 1 and notifier.sent == 0
+    assert lines.lines == [
+        "Craft app releases: the guarded rollout webhook failed 3 times "
+        "(HTTPError: HTTP Error 500: Internal Server Error); "
+        "not sent: paused at 10 %: 12 of 250 installs failing"
+    ]
