@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 RECHECK_S = 1.0  # a look starts at most this long after the last one ended: an edit shows within it
 FIRST_LOOK_WAIT_S = 0.5  # what a process that never read the database waits for it, in all
 LOOK_STALLED_S = 3.0  # a look still running this long is logged, as a failure is
+# Beats per recheck: a look starts within a quarter of it once due. A beat a whole recheck after
+# the last would find that look (which ended after the beat began) not yet due: a look every 2 s.
+BEATS_PER_RECHECK = 4
 
 # Registered by the metrics endpoint (craft_apps.api.metrics), in each web process.
 LOOK_FAILURES = Counter(
@@ -183,7 +186,7 @@ class NoticesFeed:
         # The beat: a look every ``recheck_s`` whether or not requests come (None: the looks
         # are started by the calls alone, as tests on fake time want).
         paced = runner is None if pace is None else pace
-        self._pacer = Pacer(self._beat, recheck_s) if paced else None
+        self._pacer = Pacer(self._beat, recheck_s / BEATS_PER_RECHECK) if paced else None
         # After each look that read the database, which version it serves, for the CDN purge
         # (None: when paced, as a web process's feed is; the purge thread's own says False).
         reports = paced if report_served is None else report_served
