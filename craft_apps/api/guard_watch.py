@@ -8,6 +8,7 @@ process serves within 2 s. The writer of a pause logs it and queues the webhook 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
@@ -42,7 +43,8 @@ def health_of(found: Iterable[ReleaseCounts]) -> dict[tuple[str, str], Health]:
 
 
 class GuardWatch:
-    """One web process's watch. ``check`` is one round; ``start`` runs it every ``CHECK_S``."""
+    """One web process's watch. ``check`` is one round; ``start`` runs it every ``period_s``
+    in a thread of its own, whether or not requests come."""
 
     def __init__(
         self,
@@ -52,30 +54,45 @@ class GuardWatch:
         now_ms: Callable[[], int],
         notifier: Notifier | None = None,
         counts: Callable[[list[str]], list[ReleaseCounts]] = release_counts,
+        period_s: float = CHECK_S,
     ) -> None:
         self._snapshot, self._channel_apps, self._controls = snapshot, channel_apps, controls
-        self._now_ms, self._counts = now_ms, counts
+        self._now_ms, self._counts, self.period_s = now_ms, counts, period_s
         self.notifier = notifier or Notifier()
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._pid: int | None = None
         self._lock = threading.Lock()
         self._failing = False
 
     def start(self) -> None:
-        """Starts the thread (once; cheap to call at every answer)."""
-        if self._thread is not None:
+        """Starts the thread unless this process has one already (a cheap check, as the notices
+        feed's beat, ``content.pacer``): a forked child starts its own."""
+        if self._pid == os.getpid():
             return
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="craft-apps-guard", daemon=True)
-                self._thread.start()
+            if self._pid == os.getpid():
+                return
+            self._pid, self._stop = os.getpid(), threading.Event()
+            thread = threading.Thread(target=self._run, args=(self._stop,), name="craft-apps-guard")
+            thread.daemon = True
+            thread.start()
+
+    def running(self) -> bool:
+        """Whether this process's thread is started (and not stopped)."""
+        return self._pid == os.getpid()
+
+    def stop(self) -> None:
+        """Ends the thread after its round in progress; a later ``start`` starts another."""
+        with self._lock:
+            stop, self._pid = self._stop, None
+        stop.set()
 
     def close(self) -> None:
-        self._stop.set()
+        self.stop()
         self.notifier.close()
 
-    def _run(self) -> None:
-        while not self._stop.wait(CHECK_S):
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.wait(self.period_s):
             try:
                 self.check()
                 self._failing = False

@@ -70,8 +70,9 @@ class Runtime:
             self.feed.controls_changed_ms,
         )
         self.pages = PageCache()
-        # The guarded policies' watch (api.guard_watch): started by the first answer of the
-        # process's own runtime, not by one ``use`` puts in place.
+        # The guarded policies' watch (api.guard_watch): started in each process by the first
+        # call of ``runtime()`` (an answer, a probe, the admin), then once a second
+        # whether or not requests come; not by a runtime ``use`` puts in place.
         self.guard = GuardWatch(
             self.answers.snapshot, self.feed.channel_apps, self.feed.controls, self.clock.now_ms
         )
@@ -100,8 +101,6 @@ class Runtime:
 
     def notices(self) -> Notices:
         """What the feed's last look left (never waits on the database, never raises)."""
-        if self.watch_guard:
-            self.guard.start()
         return self.feed.current()
 
     def reset(self) -> None:
@@ -141,6 +140,8 @@ def runtime() -> Runtime:
             if _slot.runtime is None:
                 _slot.runtime = Runtime(watch_guard=True)
             current = _slot.runtime
+    if current.watch_guard:
+        current.guard.start()  # a cheap check once started
     return current
 
 
@@ -152,12 +153,13 @@ def reset() -> None:
 
 
 def quiet() -> None:
-    """Ends the feed's beat and looker threads of this process's runtime and forgets what they
-    left (tests: no look runs against a database torn down between them); the next request
-    starts them again."""
+    """Ends the feed's beat and looker threads and the guard's watch of this process's runtime
+    and forgets what they left (tests: no look runs against a database torn down between them);
+    the next request starts them again."""
     current = _slot.runtime
     if current is not None:
         current.feed.close()
+        current.guard.stop()
         current.feed.clear()
 
 
