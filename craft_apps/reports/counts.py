@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from craft_apps.kernel.compat import UTC
 from craft_apps.reports.report import FAILURES, OUTCOMES
 
 KEEP_DAYS = 30  # a release's counts and marks expire this long after its last report
@@ -48,6 +50,27 @@ class ReleaseCounts:
         return None if total == 0 else self.installs(FAILURES) / total
 
 
+@dataclass(frozen=True)
+class DailyInstalls:
+    """One app's version: the installs first counted for it on each day (UTC ``YYYY-MM-DD``)."""
+
+    app: str
+    version: str
+    days: Mapping[str, int] = field(default_factory=dict)
+
+
+def day_of(ms: int) -> str:
+    """The UTC day of the instant ``ms`` (milliseconds since the epoch), as ``YYYY-MM-DD``."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def last_days(now_ms: int, count: int) -> list[str]:
+    """The ``count`` days up to the one of ``now_ms``, oldest first (at most ``KEEP_DAYS``)."""
+    today = datetime.fromtimestamp(now_ms / 1000, tz=UTC).date()
+    span = max(1, min(count, KEEP_DAYS))
+    return [(today - timedelta(days=back)).isoformat() for back in range(span - 1, -1, -1)]
+
+
 class ReportsUnavailable(Exception):
     """The counts couldn't be written or read (one line, no secret)."""
 
@@ -62,5 +85,10 @@ class CountStore(Protocol):
 
     def counts(self, apps: Sequence[str]) -> list[ReleaseCounts]:
         """Every kept version of ``apps``, newest report first per app. Raises
+        ``ReportsUnavailable``."""
+        ...
+
+    def daily(self, apps: Sequence[str], days: Sequence[str]) -> list[DailyInstalls]:
+        """Every kept version of ``apps`` with its new installs on each of ``days``. Raises
         ``ReportsUnavailable``."""
         ...

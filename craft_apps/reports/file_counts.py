@@ -1,6 +1,7 @@
 """The reports' counts on this host without Redis: ``reports.sqlite3`` in the state directory,
 shared by the host's web workers and read by ``craft_apps_status``.
 
+A ``days`` table counts the installs first counted per version and day, for the admin's chart.
 Rows expire ``KEEP_DAYS`` after their last report; the first-outcome marks are kept for at
 most ``MAX_MARKS`` installs and versions (the oldest go first), so the file stays bounded.
 """
@@ -11,14 +12,17 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
+from typing import Any
 
 from craft_apps.reports.counts import (
     KEEP_S,
     VERSIONS_KEPT,
     Counted,
+    DailyInstalls,
     OutcomeCounts,
     ReleaseCounts,
     ReportsUnavailable,
+    day_of,
 )
 from craft_apps.reports.report import OUTCOMES
 
@@ -31,6 +35,12 @@ _SCHEMA = (
     " PRIMARY KEY (app, version, outcome))",
     "CREATE TABLE IF NOT EXISTS marks (release TEXT PRIMARY KEY, at_ms INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS marks_at ON marks (at_ms)",
+    "CREATE TABLE IF NOT EXISTS days (app TEXT, version TEXT, day TEXT, installs INTEGER NOT NULL,"
+    " PRIMARY KEY (app, version, day))",
+)
+_DAY = (
+    "INSERT INTO days VALUES (?, ?, ?, 1) ON CONFLICT (app, version, day) DO UPDATE"
+    " SET installs = installs + 1"
 )
 _COUNT = (
     "INSERT INTO outcomes VALUES (?, ?, ?, 1, ?, ?) ON CONFLICT (app, version, outcome) DO UPDATE"
@@ -54,37 +64,56 @@ class FileCounts:
             elif not self.path.exists():
                 raise ReportsUnavailable("no report yet")
             with closing(sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)) as db:
+                for statement in _SCHEMA:  # a file of an earlier version gains the tables it lacks
+                    db.execute(statement)
                 yield db
         except (sqlite3.Error, OSError) as err:
             raise ReportsUnavailable(f"{self.path}: {type(err).__name__}: {err}") from err
 
     def add(self, reports: Sequence[Counted], now_ms: int) -> int:
         with self._connection(create=True) as db:
-            for statement in _SCHEMA:
-                db.execute(statement)
             db.execute("BEGIN IMMEDIATE")
             new = 0
             for report in reports:
                 marked = db.execute("INSERT OR IGNORE INTO marks VALUES (?, ?)", (report.release, now_ms))
                 first = int(marked.rowcount == 1)
                 db.execute(_COUNT, (report.app, report.version, report.outcome, first, now_ms))
+                if first:
+                    db.execute(_DAY, (report.app, report.version, day_of(now_ms)))
                 new += first
             _forget(db, now_ms)
             db.execute("COMMIT")
         return new
 
     def counts(self, apps: Sequence[str]) -> list[ReleaseCounts]:
+        rows = self._rows(
+            "SELECT app, version, outcome, reports, installs FROM outcomes"
+            " ORDER BY app, last_ms DESC, version"
+        )
+        return _grouped(rows, apps)
+
+    def daily(self, apps: Sequence[str], days: Sequence[str]) -> list[DailyInstalls]:
+        versions = self._rows("SELECT app, version, MAX(last_ms) FROM outcomes GROUP BY app, version")
+        found = self._rows("SELECT app, version, day, installs FROM days")
+        by_release: dict[tuple[str, str], dict[str, int]] = {}
+        for app, version, day, installs in found:
+            by_release.setdefault((app, version), {})[day] = installs
+        newest = sorted(versions, key=lambda row: (row[0], -row[2], row[1]))
+        return [
+            DailyInstalls(app, version, {d: by_release.get((app, version), {}).get(d, 0) for d in days})
+            for app, version, _ in newest
+            if app in apps
+        ]
+
+    def _rows(self, query: str) -> list[Any]:
+        """The rows ``query`` selects; none before the first report."""
         try:
             with self._connection(create=False) as db:
-                rows = db.execute(
-                    "SELECT app, version, outcome, reports, installs FROM outcomes"
-                    " ORDER BY app, last_ms DESC, version"
-                ).fetchall()
+                return db.execute(query).fetchall()
         except ReportsUnavailable as err:
             if str(err) == "no report yet":
                 return []
             raise
-        return _grouped(rows, apps)
 
 
 def _forget(db: sqlite3.Connection, now_ms: int) -> None:
@@ -103,6 +132,8 @@ def _forget(db: sqlite3.Connection, now_ms: int) -> None:
         " GROUP BY app, version) WHERE n > ?)",
         (VERSIONS_KEPT,),
     )
+    db.execute("DELETE FROM days WHERE day < ?", (day_of(oldest_ms),))
+    db.execute("DELETE FROM days WHERE (app, version) NOT IN (SELECT app, version FROM outcomes)")
 
 
 def _grouped(rows: Sequence[tuple[str, str, str, int, int]], apps: Sequence[str]) -> list[ReleaseCounts]:

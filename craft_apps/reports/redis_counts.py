@@ -5,7 +5,9 @@
 - ``reports:<app>:<version>:<outcome>:installs`` a HyperLogLog of install hashes (12 KiB at
   most), added to only when the install's outcome for that version is its first;
 - ``reports:seen:<hash of install and version>`` the mark of that first outcome (``SET NX``);
-- ``reports:<app>:versions`` the versions last reported (a sorted set, ``VERSIONS_KEPT``).
+- ``reports:<app>:versions`` the versions last reported (a sorted set, ``VERSIONS_KEPT``);
+- ``reports:<app>:<version>:day:<YYYY-MM-DD>`` a counter of the installs first counted for the
+  version that day (UTC), for the admin's adoption chart.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from craft_apps.reports.counts import (
     KEEP_S,
     VERSIONS_KEPT,
     Counted,
+    DailyInstalls,
     OutcomeCounts,
     ReleaseCounts,
     ReportsUnavailable,
+    day_of,
 )
 from craft_apps.reports.report import OUTCOMES
 
@@ -45,10 +49,14 @@ class RedisCounts:
                 firsts = self._count(reports, now_ms)
                 new = [r for r, first in zip(reports, firsts, strict=True) if first]
                 pipe = self.client.pipeline(transaction=False)
+                day = day_of(now_ms)
                 for report in new:
                     installs = self._release(report.app, report.version, report.outcome) + ":installs"
                     pipe.pfadd(installs, report.install)
                     pipe.expire(installs, KEEP_S)
+                    daily = f"{self.prefix}{report.app}:{report.version}:day:{day}"
+                    pipe.incr(daily)
+                    pipe.expire(daily, KEEP_S)
                 pipe.execute()
         except RedisTrouble as err:
             raise ReportsUnavailable(str(err)) from err
@@ -69,17 +77,36 @@ class RedisCounts:
         answers = pipe.execute()
         return [bool(answers[i]) for i in range(0, len(answers), 6)]
 
+    def _versions(self, pipe: redis.client.Pipeline, apps: Sequence[str]) -> list[tuple[str, str]]:
+        """Each app's kept versions, newest report first."""
+        for app in apps:
+            pipe.zrevrange(f"{self.prefix}{app}:versions", 0, -1)
+        return [
+            (app, _text(version))
+            for app, versions in zip(apps, pipe.execute(), strict=True)
+            for version in versions
+        ]
+
+    def daily(self, apps: Sequence[str], days: Sequence[str]) -> list[DailyInstalls]:
+        try:
+            with redis_trouble("reading install reports", RedisOperation.READ):
+                pipe = self.client.pipeline(transaction=False)
+                releases = self._versions(pipe, apps)
+                for app, version in releases:
+                    pipe.mget([f"{self.prefix}{app}:{version}:day:{day}" for day in days])
+                answers = pipe.execute() if days else [[] for _ in releases]
+        except RedisTrouble as err:
+            raise ReportsUnavailable(str(err)) from err
+        return [
+            DailyInstalls(app, version, {day: _number(n) for day, n in zip(days, found, strict=False)})
+            for (app, version), found in zip(releases, answers, strict=True)
+        ]
+
     def counts(self, apps: Sequence[str]) -> list[ReleaseCounts]:
         try:
             with redis_trouble("reading install reports", RedisOperation.READ):
                 pipe = self.client.pipeline(transaction=False)
-                for app in apps:
-                    pipe.zrevrange(f"{self.prefix}{app}:versions", 0, -1)
-                releases = [
-                    (app, _text(version))
-                    for app, versions in zip(apps, pipe.execute(), strict=True)
-                    for version in versions
-                ]
+                releases = self._versions(pipe, apps)
                 for app, version in releases:
                     for outcome in OUTCOMES:
                         pipe.get(self._release(app, version, outcome) + ":reports")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from craft_apps.conf import app_settings
 from craft_apps.fleet.connection import poller_redis_client
-from craft_apps.reports.counts import CountStore, ReleaseCounts
+from craft_apps.reports.counts import CountStore, DailyInstalls, ReleaseCounts
 from craft_apps.reports.file_counts import FileCounts
 from craft_apps.reports.redis_counts import RedisCounts
 
@@ -26,3 +26,9 @@ def release_counts(apps: Sequence[str] | None = None) -> list[ReleaseCounts]:
     reported first per app. Raises ``counts.ReportsUnavailable``."""
     keys = [app.key for app in app_settings.APPS] if apps is None else list(apps)
     return count_store().counts(keys)
+
+
+def daily_installs(apps: Sequence[str], days: Sequence[str]) -> list[DailyInstalls]:
+    """Fleet-wide, each kept version of ``apps`` with the installs first counted for it on each
+    of ``days`` (``counts.last_days``). Raises ``counts.ReportsUnavailable``."""
+    return count_store().daily(list(apps), list(days))
