@@ -1,5 +1,6 @@
 """The Django admin for renames and notices: what is served now, and exactly what launchers get.
-The release policies' admin is in ``policies``, which this module imports to register it.
+The release policies' admin is in ``policies``, which this module imports to register it;
+the install reports' charts (``reports_chart``, drawn by ``chart_svg``) are a page of it.
 
 Each list shows whether an item is served now (the window rule in ``content.items``), filters
 by it, and searches the texts. An item's page previews the JSON launchers receive with that

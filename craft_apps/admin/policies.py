@@ -29,6 +29,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
+from craft_apps.admin.reports_chart import install_reports_urls
 from craft_apps.api.answer import build_release_info
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
@@ -151,6 +152,10 @@ class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     )
     readonly_fields = ("effective_from", "approved", "waiting", "changed_by", "updated_at")
     actions = ("approve", "approve_staged", "take_over", "resume_guarded")
+
+    def get_urls(self) -> list[Any]:
+        """The policies' pages, and the install reports' charts (``reports_chart``)."""
+        return [*install_reports_urls(self, lambda: runtime().clock.now_ms()), *super().get_urls()]
 
     def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
         """The page, with a banner for each release the policy's guard paused."""
