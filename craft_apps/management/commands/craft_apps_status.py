@@ -97,7 +97,7 @@ class Command(BaseCommand):
             waiting=waiting,
             cdn_purge=read_cdn_purge(),
         )
-        doc["reports"] = reports_document([app.key for app in app_settings.APPS])
+        doc["reports"] = reports_document([app.key for app in app_settings.APPS], doc.get("waiting_releases"))
         if options["json"]:
             self.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False))
         else:
