@@ -1,6 +1,7 @@
 """The metrics of the release policies: each release a policy keeps back, with its percentage
 now and its next step, as this web process applies them (the notices feed's last look and the
-host's state file, never the database). Part of ``api.metrics``' scrape."""
+host's state file, never the database), and each guarded one's install counts (the fleet's, as
+the guard reads them; only while a guarded release waits). Part of ``api.metrics``' scrape."""
 
 from __future__ import annotations
 
@@ -9,10 +10,15 @@ from collections.abc import Iterable
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from craft_apps.api.answer import build_release_info
+from craft_apps.api.guard_watch import health_of
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
 from craft_apps.host.observe import HostView
-from craft_apps.kernel.serving import HostReleases, waiting_releases
+from craft_apps.kernel.controls import GUARDED
+from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
+from craft_apps.kernel.versions import version_text
+from craft_apps.reports.counts import ReportsUnavailable
+from craft_apps.reports.stores import release_counts
 
 LABELS = ["app", "channel", "tag", "policy"]
 
@@ -65,4 +71,32 @@ def policy_metrics(view: HostView, now_ms: int) -> Iterable[Metric]:
     for item in found:
         if item.wait.paused:
             paused.add_metric([item.app_key, item.channel.value, item.wait.release.tag, item.wait.kind], 1)
-    return (waiting, share, next_at, next_share, paused)
+    return (waiting, share, next_at, next_share, paused, *guard_counts(found))
+
+
+def guard_counts(found: list[WaitingRelease]) -> tuple[Metric, ...]:
+    """``craft_apps_release_guard_installs`` and ``…_guard_failing_installs`` of each guarded
+    release waiting (none when the counts can't be read)."""
+    installs = GaugeMetricFamily(
+        "craft_apps_release_guard_installs",
+        "Distinct installs that reported on a guarded release, fleet-wide (docs/reports.md).",
+        labels=LABELS,
+    )
+    failing = GaugeMetricFamily(
+        "craft_apps_release_guard_failing_installs",
+        "Distinct installs of a guarded release whose outcome was failed, crashed or rolled_back.",
+        labels=LABELS,
+    )
+    guarded = [item for item in found if item.wait.kind == GUARDED]
+    if guarded:
+        try:
+            counts = health_of(release_counts(sorted({item.app_key for item in guarded})))
+        except ReportsUnavailable:
+            return (installs, failing)
+        for item in guarded:
+            tag = item.wait.release.tag
+            health = counts.get((item.app_key, version_text(tag) or tag))
+            labels = [item.app_key, item.channel.value, tag, GUARDED]
+            installs.add_metric(labels, 0 if health is None else health.installs)
+            failing.add_metric(labels, 0 if health is None else health.failing)
+    return (installs, failing)
