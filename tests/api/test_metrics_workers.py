@@ -110,7 +110,8 @@ def test_every_scrape_shows_the_whole_hosts_numbers(host: tuple[str, Path]):
             found[("craft_apps_endpoint_answers_total", (("encoding", "identity"), ("status", "200")))]
             == sent
         )
-        assert found[("craft_apps_github_requests_total", (("outcome", "fetched"),))] == 2
+        # Two apps: each one's latest, and its release list with its first latest.
+        assert found[("craft_apps_github_requests_total", (("outcome", "fetched"),))] == 4
         assert found[("craft_apps_github_quota_limit", ())] == 60
     assert fetch(base + "/v1/craft_apps/metrics", "wrong")[0] == 401
     status, body = fetch(base + "/v1/craft_apps/health?rules=stale")
