@@ -25,6 +25,8 @@ knows (``controls.waiting``). What the host knows comes from the endpoint's answ
 on its own. A save records who
 (``changed_by``), and the admin's log entry of it carries the reason. Pausing or resuming
 several rollouts at once is an action: it keeps each one's reason, and its log entry says so.
+A guarded rollout that paused itself is a banner on the list and on its app's controls
+(``guard_banner``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from craft_apps.admin.guard_banner import warn_paused
 from craft_apps.api.controls import known_tags
 from craft_apps.api.runtime import runtime
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
@@ -343,7 +346,16 @@ class ReleaseControlAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         # The list takes the whole width: without the admin's side menu, the reason and who
         # changed it fit beside the rest at 1280 px, the filters by app and action kept.
         context = {**(extra_context or {}), "is_nav_sidebar_enabled": False}
+        if request.method == "GET":
+            warn_paused(request)  # a guarded rollout that paused itself, of any app
         return super().changelist_view(request, extra_context=context)
+
+    def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        """The page, with a banner for each guarded rollout of the control's app that paused itself."""
+        control = ReleaseControl.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        if control is not None and request.method == "GET":
+            warn_paused(request, control.app_key)
+        return super().change_view(request, object_id, *args, **kwargs)
 
     @admin.display(description="tag", ordering="tag")
     def tag_now(self, control: ReleaseControl) -> str:

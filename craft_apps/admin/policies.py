@@ -8,9 +8,10 @@ and when (``serving.waiting_releases`` on the state file as the endpoint's look 
 rule the endpoint serves by). Its actions are the operator's hand on a waiting release:
 **approve** (served at once),
 **approve as a staged rollout** (a hand-made rollout following the policy's schedule from now)
-and **take over the staged rollout** (a hand-made rollout at exactly the percentages the policy
-gives it, which the operator then pauses, advances, finishes or turns into a yank in the
-release controls). A hand-made control of a tag wins over the policy, so taking over changes
+and **take over the staged or guarded rollout** (a hand-made rollout at exactly the percentages
+the policy gives it, or a guarded one's percentage now, paused if its guard paused it, which
+the operator then pauses, advances, finishes or turns into a yank in the release controls). A
+hand-made control of a tag wins over the policy, so taking over changes
 nothing launchers see until the operator edits it. The package's ``__init__`` imports it.
 """
 
@@ -29,6 +30,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
+from craft_apps.admin.guard_banner import paused_marks, paused_text, warn_paused
 from craft_apps.admin.reports_chart import install_reports_urls
 from craft_apps.api.answer import build_release_info
 from craft_apps.api.runtime import runtime
@@ -38,9 +40,9 @@ from craft_apps.content.control_form import app_choices, set_widget
 from craft_apps.content.models import REASON_MAX, ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import APPROVAL, ROLLOUT, STAGED, format_schedule
+from craft_apps.kernel.controls import APPROVAL, GUARDED, ROLLOUT, STAGED, format_schedule
 from craft_apps.kernel.guard import FAILING, Health, Mark, resume
-from craft_apps.kernel.instants import datetime_to_ms, format_ms
+from craft_apps.kernel.instants import datetime_to_ms, format_ms, ms_to_datetime
 from craft_apps.kernel.policies import parse_offsets, policy_of, rollout_of
 from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
 from craft_apps.kernel.versions import version_text
@@ -164,6 +166,14 @@ class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             messages.warning(request, paused_text(row, mark))  # type: ignore[arg-type]
         return super().change_view(request, object_id, *args, **kwargs)
 
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        """The list, with a banner for each guarded rollout paused now."""
+        if request.method == "GET":
+            warn_paused(request)
+        return super().changelist_view(request, extra_context)
+
     @admin.action(
         description="Resume the guarded rollouts the selected policies paused", permissions=["change"]
     )
@@ -235,7 +245,7 @@ class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         self._hand_made(request, queryset, staged_from_now=True)
 
     @admin.action(
-        description="Take over the staged rollouts (to pause, advance, finish or yank)",
+        description="Take over the staged or guarded rollouts (to pause, advance, finish or yank)",
         permissions=["change"],
     )
     def take_over(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
@@ -278,41 +288,41 @@ def _rollout(
     policy_row: ReleasePolicy, item: WaitingRelease, staged_from_now: bool, now_ms: int
 ) -> ReleaseControl | None:
     """The hand-made rollout of the waiting release: the policy's schedule from ``now_ms``, or
-    the staged policy's own percentages (None when the policy isn't staged)."""
-    tag, published = item.wait.release.tag, item.wait.release.published_at
+    the policy's own rollout taken over (None when the policy has no schedule)."""
     if staged_from_now:
         offsets = parse_offsets(policy_row.schedule)
         steps = "\n".join(f"{format_ms(now_ms + o.after_ms)} {o.percentage}" for o in offsets)
-        why = "Approved as a staged rollout"
+        made = ReleaseControl(percentage=0, schedule=steps, reason="Approved as a staged rollout")
     else:
-        policy = policy_of(policy_row.to_controls(), policy_row.channel)
-        if policy is None or policy.action != STAGED or published is None:
+        found = _taken_over(policy_row, item, now_ms)
+        if found is None:
             return None
-        steps = format_schedule(rollout_of(policy, tag, datetime_to_ms(published)).steps)
-        why = "Taken over from the staged policy"
-    return ReleaseControl(
-        app_key=policy_row.app_key,
-        action=ROLLOUT,
-        tag=tag,
-        channel=policy_row.channel,
-        percentage=0,
-        schedule=steps,
-        reason=f"{why} ({policy_row}). Reason: {policy_row.reason}"[:REASON_MAX],
-    )
+        made = found
+    made.app_key, made.action, made.tag = policy_row.app_key, ROLLOUT, item.wait.release.tag
+    made.channel = policy_row.channel
+    made.reason = f"{made.reason} ({policy_row}). Reason: {policy_row.reason}"[:REASON_MAX]
+    return made
 
 
-def paused_marks(row: ReleasePolicy | None) -> list[Mark]:
-    """The releases the policy's guard paused (none for another policy)."""
-    return [] if row is None or row.policy != "guarded" else [m for m in row.marks().values() if m.paused]
-
-
-def paused_text(row: ReleasePolicy, mark: Mark) -> str:
-    return (
-        f"{row.app_key} {mark.tag} on {row.channel}: the guarded rollout paused itself at "
-        f"{mark.percentage} % on {format_ms(mark.at_ms)}: {mark.seen.text()}, "
-        f"over {row.max_failing_percent} %. "
-        "Resume it with the list's action, or yank it in Release controls."
-    )
+def _taken_over(policy_row: ReleasePolicy, item: WaitingRelease, now_ms: int) -> ReleaseControl | None:
+    """A staged policy's rollout at exactly its percentages; a guarded one's at the percentage
+    its guard serves now, with the schedule's later steps (its health no longer gates them) and
+    paused when the guard paused it. None for a policy without a schedule."""
+    tag, published = item.wait.release.tag, item.wait.release.published_at
+    policy = policy_of(policy_row.to_controls(), policy_row.channel)
+    if policy is None or policy.action not in (STAGED, GUARDED) or published is None:
+        return None
+    rollout = rollout_of(policy, tag, datetime_to_ms(published))
+    if policy.action == STAGED:
+        steps = format_schedule(rollout.steps)
+        return ReleaseControl(percentage=0, schedule=steps, reason="Taken over from the staged policy")
+    current = item.wait.percentage or 0
+    later = tuple(s for s in rollout.steps if s.at_ms > now_ms and s.percentage > current)
+    paused = item.wait.paused
+    why = f"Taken over from the guarded policy at {current} %" + (", paused by its guard" if paused else "")
+    made = ReleaseControl(percentage=current, schedule=format_schedule(later), reason=why, paused=paused)
+    made.paused_at = ms_to_datetime(now_ms) if paused else None
+    return made
 
 
 def _counts_now(app: str, mark: Mark) -> Health:

@@ -1,0 +1,36 @@
+"""The banner of a guarded rollout that paused itself: on the release policy's page and list,
+and on the release controls' list and the page of a control of that app (the pause lives on
+the policy's row, ``ReleasePolicy.guard``). See docs/controls.md#guarded-rollouts.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest
+
+from craft_apps.content.policy_models import ReleasePolicy
+from craft_apps.kernel.controls import GUARDED
+from craft_apps.kernel.guard import Mark
+from craft_apps.kernel.instants import format_ms
+
+
+def paused_marks(row: ReleasePolicy | None) -> list[Mark]:
+    """The releases the policy's guard paused (none for another policy)."""
+    return [] if row is None or row.policy != GUARDED else [m for m in row.marks().values() if m.paused]
+
+
+def paused_text(row: ReleasePolicy, mark: Mark) -> str:
+    return (
+        f"{row.app_key} {mark.tag} on {row.channel}: the guarded rollout paused itself at "
+        f"{mark.percentage} % on {format_ms(mark.at_ms)}: {mark.seen.text()}, "
+        f"over {float(row.max_failing_percent):g} %. "
+        "Resume it with the release policies' action, or yank it in Release controls."
+    )
+
+
+def warn_paused(request: HttpRequest, app_key: str | None = None) -> None:
+    """A warning on the page for each paused guarded rollout (of ``app_key``, or of every app)."""
+    rows = ReleasePolicy.objects.filter(policy=GUARDED).order_by("app_key", "channel")
+    for row in rows if app_key is None else rows.filter(app_key=app_key):
+        for mark in paused_marks(row):
+            messages.warning(request, paused_text(row, mark))
