@@ -1,0 +1,498 @@
+"""``python -m bench.reports``: install reports (``POST /v1/craft_apps/reports``) on gunicorn over
+real HTTP, with the fleet's Redis, the same site as ``bench.endpoint``.
+
+Four figures:
+
+- **rate**: reports accepted per second per web worker (202s), distinct installs from many
+  client addresses (loopback addresses ``127.0.x.y``, so the per-address limit doesn't bound
+  them), and how soon the writers counted them all in Redis;
+- **endpoint**: ``release_info``'s requests per second while reports arrive at a steady rate,
+  against the bare Django view sending the same bytes and headers at the same moments (the
+  rounds take turns, as in ``bench.endpoint``), target at least ``RATIO_TARGET``; and against
+  ``release_info`` with no report arriving;
+- **memory**: Redis's ``MEMORY USAGE`` of one release's keys (counters, HyperLogLogs, the day's
+  counter) and of the first-outcome marks per install, after the rate run;
+- **abuse**: ``--flood`` forged ``failed`` reports from ``--flood-installs`` install ids, from
+  ``--flood-addresses`` client addresses, at one host: ``release_info``'s latency during the
+  flood against before it, the web processes' resident memory before and after, and the reports
+  left out by reason as the metrics count them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import itertools
+import json
+import logging
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bench.endpoint import (
+    ENDPOINT_PATH,
+    STATIC_NAME,
+    EndpointOptions,
+    _get,
+    _headers,
+    fill_state,
+    gunicorn_command,
+    interleaved,
+    prepare_site_database,
+    running,
+    site_env,
+)
+from bench.loadgen import LoadResult, run_load, wrk_available
+from bench.report import finish, markdown_table, start_redis
+from bench.site_paths import BARE_HEADERS_ENV, bare_path
+from bench.stats import percentile
+from tests.support import free_port
+
+REPORTS_PATH = "v1/craft_apps/reports"
+METRICS_PATH = "v1/craft_apps/metrics"
+TOKEN = "bench-reports-token"
+PREFIX = "craftApps:releases:reports:"
+APP, VERSION = "photocraft", "0.6.0"
+RATIO_TARGET = 0.95
+DRAIN_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class ReportsOptions:
+    seconds: float = 10.0  # each load, in ``interleaved`` rounds
+    connections: int = 16
+    workers: int = 2
+    senders: int = 8  # threads posting reports in the rate run
+    reports: int = 20_000  # posted in the rate run (each a new install)
+    steady_rate: float = 200.0  # reports per second while the endpoint is measured
+    flood: int = 100_000
+    flood_installs: int = 10_000
+    flood_addresses: int = 1
+    loadgen: str = "auto"
+
+
+@dataclass
+class Sent:
+    """What a run of posts got: answers by status, their latencies, and how long it took."""
+
+    statuses: Counter[int] = field(default_factory=Counter)
+    latencies_ms: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def per_second(self, status: int = 202) -> float:
+        return round(self.statuses[status] / self.seconds, 1) if self.seconds else 0.0
+
+
+@dataclass
+class ReportsReport:
+    options: ReportsOptions
+    loadgen: str
+    accepted_per_s: float
+    accepted_per_s_per_worker: float
+    post_p50_ms: float | None
+    post_p99_ms: float | None
+    counted: int
+    counted_within_s: float | None
+    release_bytes: int  # one release's keys, whatever its installs
+    release_keys: int
+    mark_bytes_per_install: float
+    used_memory_delta_per_install: float
+    ours: LoadResult
+    bare: LoadResult
+    quiet: LoadResult  # release_info with no report arriving
+    ratio_to_bare: float
+    ratio_to_quiet: float
+    steady_sent: int
+    flood_sent: dict[str, int]
+    flood_seconds: float
+    before_flood: LoadResult
+    during_flood: LoadResult
+    rss_kib_before: int
+    rss_kib_after: int
+    not_counted: dict[str, float]
+    answers: dict[str, float]
+
+
+def report_body(install_id: str, outcome: str = "installed", version: str = VERSION) -> bytes:
+    return json.dumps(
+        {
+            "app_key": APP,
+            "install_id": install_id,
+            "version": version,
+            "outcome": outcome,
+            "channel": "stable",
+        }
+    ).encode()
+
+
+def address(index: int) -> str:
+    """The ``index``-th loopback address past 127.0.0.1 (Linux answers on all of 127/8)."""
+    index = index % 65_000
+    return f"127.0.{2 + index // 250}.{1 + index % 250}"
+
+
+def post_all(
+    url: str, bodies: Iterator[tuple[bytes, str]], senders: int, limit_s: float | None = None
+) -> Sent:
+    """Posts every body from its source address, ``senders`` keep-alive connections at once."""
+    parts = url.split("/", 3)
+    host, port = parts[2].split(":")
+    path = "/" + parts[3]
+    sent, lock, feed = Sent(), threading.Lock(), threading.Lock()
+    start = time.perf_counter()
+    deadline = None if limit_s is None else start + limit_s
+
+    def worker() -> None:
+        connections: dict[str, http.client.HTTPConnection] = {}
+        while deadline is None or time.perf_counter() < deadline:
+            with feed:
+                item = next(bodies, None)
+            if item is None:
+                break
+            body, source = item
+            status, took = _post(connections, host, int(port), path, body, source)
+            with lock:
+                sent.statuses[status] += 1
+                sent.latencies_ms.append(took)
+        for connection in connections.values():
+            connection.close()
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(senders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sent.seconds = time.perf_counter() - start
+    return sent
+
+
+def _post(
+    connections: dict[str, http.client.HTTPConnection],
+    host: str,
+    port: int,
+    path: str,
+    body: bytes,
+    source: str,
+) -> tuple[int, float]:
+    """One POST on the keep-alive connection from ``source``: its status (0: failed) and ms."""
+    connection = connections.get(source)
+    if connection is None:
+        connection = connections[source] = http.client.HTTPConnection(
+            host, port, timeout=10, source_address=(source, 0)
+        )
+    began = time.perf_counter()
+    try:
+        connection.request("POST", path, body, {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        answer.read()
+        status = answer.status
+    except (OSError, http.client.HTTPException):
+        connection.close()
+        del connections[source]
+        status = 0
+    if len(connections) > 64:  # a sender keeps a few addresses' connections open, not all
+        connections.pop(next(iter(connections))).close()
+    return status, (time.perf_counter() - began) * 1000
+
+
+def new_installs(count: int, addresses: int = 5_000) -> Iterator[tuple[bytes, str]]:
+    """``count`` reports, each of a new install, spread over ``addresses`` client addresses."""
+    return ((report_body(str(uuid.uuid4())), address(i % addresses)) for i in range(count))
+
+
+def counted_installs(client: redis.Redis) -> int:
+    """Distinct installs counted in Redis for the benchmark's release (all outcomes)."""
+    keys = client.keys(f"{PREFIX}{APP}:{VERSION}:*:installs")
+    return sum(int(client.pfcount(k)) for k in keys)
+
+
+def wait_counted(client: redis.Redis, expected: int) -> float | None:
+    """Seconds until the writers counted ``expected`` installs (HyperLogLog: within 2 %)."""
+    began = time.monotonic()
+    while time.monotonic() - began < DRAIN_TIMEOUT_S:
+        if counted_installs(client) >= expected * 0.98:
+            return round(time.monotonic() - began, 2)
+        time.sleep(0.05)  # a background writer, not a timer under test
+    return None
+
+
+def release_memory(client: redis.Redis) -> tuple[int, int, float]:
+    """One release's keys' bytes and number, and the first-outcome marks' bytes per install."""
+    keys = [k for k in client.scan_iter(f"{PREFIX}{APP}:{VERSION}:*", count=1000)]
+    total = sum(int(client.memory_usage(k) or 0) for k in keys)
+    marks = list(itertools.islice(client.scan_iter(f"{PREFIX}seen:*", count=1000), 1000))
+    per_mark = sum(int(client.memory_usage(k) or 0) for k in marks) / len(marks) if marks else 0.0
+    return total, len(keys), round(per_mark, 1)
+
+
+def rss_kib(root_pid: int) -> int:
+    """Resident memory of a server's master and workers, in KiB."""
+    total = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+            stat = (status.parent / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(status.parent.name) == root_pid or int(stat[1]) == root_pid:
+            total += next(
+                (int(line.split()[1]) for line in text.splitlines() if line.startswith("VmRSS:")), 0
+            )
+    return total
+
+
+def scrape(site: str) -> dict[str, dict[str, float]]:
+    """The reports' counters from the metrics, by name and label value."""
+    request = urllib_request(f"{site}/{METRICS_PATH}")
+    found: dict[str, dict[str, float]] = {}
+    for line in request.splitlines():
+        for name in ("craft_apps_reports_not_counted_total", "craft_apps_report_answers_total"):
+            if line.startswith(name + "{"):
+                label = line.split('"')[1]
+                found.setdefault(name, {})[label] = found.get(name, {}).get(label, 0.0) + float(
+                    line.split()[-1]
+                )
+        if line.startswith("craft_apps_reports_counted_total "):
+            found["counted"] = {"": float(line.split()[-1])}
+    return found
+
+
+def accounted(url: str, accepted: int) -> dict[str, dict[str, float]]:
+    """The metrics once every accepted report is counted or left out (the writers are done)."""
+    began = time.monotonic()
+    while True:
+        metrics = scrape(url)
+        done = sum(metrics.get("counted", {}).values()) + sum(
+            metrics.get("craft_apps_reports_not_counted_total", {}).values()
+        )
+        if done >= accepted or time.monotonic() - began > DRAIN_TIMEOUT_S:
+            return metrics
+        time.sleep(0.1)  # background writers, not a timer under test
+
+
+def urllib_request(url: str) -> str:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return str(answer.read().decode())
+
+
+class Steady(threading.Thread):
+    """Posts new installs' reports at ``rate`` per second until stopped."""
+
+    def __init__(self, url: str, rate: float) -> None:
+        super().__init__(daemon=True)
+        self.url, self.rate = url, rate
+        self.stop = threading.Event()
+        self.sent = Sent()
+
+    def run(self) -> None:
+        every = 1.0 / self.rate
+        started, index = time.perf_counter(), itertools.count()
+
+        def paced() -> Iterator[tuple[bytes, str]]:
+            for i in index:
+                if self.stop.is_set():
+                    return
+                wait = started + i * every - time.perf_counter()
+                if wait > 0:
+                    self.stop.wait(wait)  # the pace of the reports, not a timer under test
+                yield report_body(str(uuid.uuid4())), address(i)
+
+        self.sent = post_all(self.url, paced(), senders=2)
+
+
+@contextlib.contextmanager
+def site(options: ReportsOptions, workdir: Path) -> Iterator[tuple[str, int, redis.Redis]]:
+    """The benchmark's site on gunicorn with a private Redis: its URL, master pid and a client."""
+    state_dir, www = workdir / "state", workdir / "www"
+    www.mkdir()
+    fill_state(state_dir)
+    body_file = www / STATIC_NAME
+    env = site_env(state_dir, body_file, workdir)
+    env[BARE_HEADERS_ENV] = str(www / "headers.json")
+    metrics_dir = workdir / "metrics"
+    metrics_dir.mkdir()
+    with start_redis(workdir / "redis") as server:
+        env.update(
+            CRAFT_APPS_REDIS_URL=server.url,
+            CRAFT_APPS_METRICS_TOKEN=TOKEN,
+            PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
+        )
+        prepare_site_database(env, workdir)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        command = gunicorn_command(port, options.workers)
+        with running(
+            command, env=env, log=workdir / "gunicorn.log", ready_url=f"{url}/{ENDPOINT_PATH}"
+        ) as web:
+            body_file.write_bytes(_get(f"{url}/{ENDPOINT_PATH}"))
+            (www / "headers.json").write_text(
+                json.dumps({"": sorted(_headers(f"{url}/{ENDPOINT_PATH}", {}).items())})
+            )
+            yield url, web.pid, server.client()
+
+
+def rate_run(options: ReportsOptions, url: str, client: redis.Redis) -> dict[str, Any]:
+    sent = post_all(f"{url}/{REPORTS_PATH}", new_installs(options.reports), options.senders)
+    accepted = sent.statuses[202]
+    within = wait_counted(client, accepted)
+    release_bytes, release_keys, per_mark = release_memory(client)
+    used = int(client.info("memory")["used_memory"])
+    return {
+        "accepted_per_s": sent.per_second(),
+        "accepted_per_s_per_worker": round(sent.per_second() / options.workers, 1),
+        "post_p50_ms": percentile(sent.latencies_ms, 0.5),
+        "post_p99_ms": percentile(sent.latencies_ms, 0.99),
+        "counted": counted_installs(client),
+        "counted_within_s": within,
+        "release_bytes": release_bytes,
+        "release_keys": release_keys,
+        "mark_bytes_per_install": per_mark,
+        "used_memory_delta_per_install": round(used / accepted, 1) if accepted else 0.0,
+    }
+
+
+def endpoint_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[str, Any]:
+    load = EndpointOptions(seconds=options.seconds, connections=options.connections, workers=options.workers)
+    ours_url, bare_url = f"{url}/{ENDPOINT_PATH}", f"{url}/{bare_path()}"
+    quiet, _ = interleaved({"quiet": (ours_url, {})}, load, tool, pid)
+    steady = Steady(f"{url}/{REPORTS_PATH}", options.steady_rate)
+    steady.start()
+    try:
+        results, _ = interleaved({"ours": (ours_url, {}), "bare": (bare_url, {})}, load, tool, pid)
+    finally:
+        steady.stop.set()
+        steady.join()
+    ours, bare = results["ours"], results["bare"]
+    return {
+        "ours": ours,
+        "bare": bare,
+        "quiet": quiet["quiet"],
+        "ratio_to_bare": round(ours.rps / bare.rps, 3) if bare.rps else 0.0,
+        "ratio_to_quiet": round(ours.rps / quiet["quiet"].rps, 3) if quiet["quiet"].rps else 0.0,
+        "steady_sent": steady.sent.statuses[202],
+    }
+
+
+def flood_bodies(options: ReportsOptions) -> Iterator[tuple[bytes, str]]:
+    installs = [str(uuid.uuid4()) for _ in range(options.flood_installs)]
+    for i in range(options.flood):
+        source = "127.0.0.1" if options.flood_addresses <= 1 else address(i % options.flood_addresses)
+        yield report_body(installs[i % len(installs)], "failed"), source
+
+
+def abuse_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[str, Any]:
+    ours_url = f"{url}/{ENDPOINT_PATH}"
+    seconds = max(1.0, options.seconds / 2)
+    before = run_load(ours_url, connections=4, seconds=seconds, tool=tool)
+    rss_before = rss_kib(pid)
+    flood: list[Sent] = []
+    sender = threading.Thread(
+        target=lambda: flood.append(
+            post_all(f"{url}/{REPORTS_PATH}", flood_bodies(options), options.senders)
+        ),
+        daemon=True,
+    )
+    sender.start()
+    during = run_load(ours_url, connections=4, seconds=seconds, tool=tool)
+    sender.join()
+    accepted = scrape(url).get("craft_apps_report_answers_total", {}).get("202", 0.0)
+    metrics = accounted(url, int(accepted))
+    return {
+        "flood_sent": {str(k): v for k, v in sorted(flood[0].statuses.items())},
+        "flood_seconds": round(flood[0].seconds, 2),
+        "before_flood": before,
+        "during_flood": during,
+        "rss_kib_before": rss_before,
+        "rss_kib_after": rss_kib(pid),
+        "not_counted": metrics.get("craft_apps_reports_not_counted_total", {}),
+        "answers": metrics.get("craft_apps_report_answers_total", {}),
+    }
+
+
+def run_reports_benchmark(options: ReportsOptions) -> ReportsReport:
+    tool = "wrk" if options.loadgen == "wrk" or (options.loadgen == "auto" and wrk_available()) else "python"
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-reports-") as tmp,
+        site(options, Path(tmp)) as (url, pid, client),
+    ):
+        rate = rate_run(options, url, client)
+        endpoint = endpoint_run(options, url, pid, tool)
+        abuse = abuse_run(options, url, pid, tool)
+    return ReportsReport(options=options, loadgen=tool, **rate, **endpoint, **abuse)
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _pair(first: float | None, second: float | None, unit: str = "") -> str:
+    return f"{_ms(first)} / {_ms(second)}{unit}"
+
+
+def markdown(report: ReportsReport) -> str:
+    o, r = report.options, report
+    left_out = ", ".join(f"{k}: {v:g}" for k, v in sorted(r.not_counted.items())) or "none"
+    rows = [
+        [
+            "reports accepted (202) per second",
+            f"{r.accepted_per_s:g} ({r.accepted_per_s_per_worker:g} a worker)",
+        ],
+        ["a report's answer, p50 / p99 ms", _pair(r.post_p50_ms, r.post_p99_ms)],
+        ["counted in Redis after the last answer", f"{r.counted} installs within {r.counted_within_s} s"],
+        ["Redis: one release's keys", f"{r.release_bytes} bytes in {r.release_keys} keys"],
+        ["Redis: a first-outcome mark per install", f"{r.mark_bytes_per_install:g} bytes"],
+        ["release_info req/s while reports arrive", f"{r.ours.rps:.0f} ({r.steady_sent} reports meanwhile)"],
+        ["bare Django view req/s, same moments", f"{r.bare.rps:.0f}"],
+        ["ratio to the bare view (target >= 0.95)", f"{r.ratio_to_bare:.3f}"],
+        ["ratio to release_info with no report", f"{r.ratio_to_quiet:.3f}"],
+        ["flood answers by status", ", ".join(f"{k}: {v}" for k, v in r.flood_sent.items())],
+        ["release_info p50 / p99 ms before the flood", _pair(r.before_flood.p50_ms, r.before_flood.p99_ms)],
+        ["release_info p50 / p99 ms during the flood", _pair(r.during_flood.p50_ms, r.during_flood.p99_ms)],
+        ["web processes' RSS before / after, MiB", _pair(r.rss_kib_before / 1024, r.rss_kib_after / 1024)],
+        ["left out, by reason (metrics)", left_out],
+    ]
+    head = (
+        f"gunicorn, {o.workers} workers, {report.loadgen} load with {o.connections} connections; "
+        f"{o.reports} reports in the rate run from {o.senders} senders; a flood of {o.flood} from "
+        f"{o.flood_installs} installs and {o.flood_addresses} address(es)."
+    )
+    return head + "\n\n" + markdown_table(["figure", "value"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    defaults = ReportsOptions()
+    parser = argparse.ArgumentParser(prog="python -m bench.reports", description=__doc__.split("\n")[0])
+    for name in ("seconds", "steady_rate"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=float, default=getattr(defaults, name))
+    for name in (
+        "connections",
+        "workers",
+        "senders",
+        "reports",
+        "flood",
+        "flood_installs",
+        "flood_addresses",
+    ):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
+    parser.add_argument("--loadgen", choices=["auto", "wrk", "python"], default=defaults.loadgen)
+    parser.add_argument("--json", type=Path, help="also write the figures and their Markdown here")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    fields = {k: v for k, v in vars(args).items() if k != "json"}
+    report = run_reports_benchmark(ReportsOptions(**fields))
+    return finish(report, markdown(report), args.json)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
