@@ -44,7 +44,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from craft_apps.admin.guard_banner import warn_paused
+from craft_apps.admin.guard_banner import PausedBannerAdmin, warn_paused
 from craft_apps.api.controls import known_tags
 from craft_apps.api.runtime import runtime
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
@@ -314,7 +314,7 @@ _ACTIONS_OWN = tuple(name for name in EDITED_CONTROL_FIELDS if name not in _WHAT
 
 
 @admin.register(ReleaseControl)
-class ReleaseControlAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReleaseControlAdmin(PausedBannerAdmin):
     form = ReleaseControlForm
     # Narrow columns, and the reason and who changed it before the wide ones: an operator
     # reads them without scrolling sideways at 1280 px (the reason wraps, shortened).
@@ -349,13 +349,6 @@ class ReleaseControlAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if request.method == "GET":
             warn_paused(request)  # a guarded rollout that paused itself, of any app
         return super().changelist_view(request, extra_context=context)
-
-    def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
-        """The page, with a banner for each guarded rollout of the control's app that paused itself."""
-        control = ReleaseControl.objects.filter(pk=object_id).first() if object_id.isdigit() else None
-        if control is not None and request.method == "GET":
-            warn_paused(request, control.app_key)
-        return super().change_view(request, object_id, *args, **kwargs)
 
     @admin.display(description="tag", ordering="tag")
     def tag_now(self, control: ReleaseControl) -> str:

@@ -1,12 +1,15 @@
 """The banner of a guarded rollout that paused itself: on the release policy's page and list,
 and on the release controls' list and the page of a control of that app (the pause lives on
-the policy's row, ``ReleasePolicy.guard``). See docs/controls.md#guarded-rollouts.
+the policy's row, ``ReleasePolicy.guard``); ``PausedBannerAdmin`` puts it on a change page.
+See docs/controls.md#guarded-rollouts.
 """
 
 from __future__ import annotations
 
-from django.contrib import messages
-from django.http import HttpRequest
+from typing import Any
+
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse
 
 from craft_apps.content.policy_models import ReleasePolicy
 from craft_apps.kernel.controls import GUARDED
@@ -34,3 +37,14 @@ def warn_paused(request: HttpRequest, app_key: str | None = None) -> None:
     for row in rows if app_key is None else rows.filter(app_key=app_key):
         for mark in paused_marks(row):
             messages.warning(request, paused_text(row, mark))
+
+
+class PausedBannerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """A model admin whose change page warns of each paused guarded rollout of its row's app
+    (``app_key``)."""
+
+    def change_view(self, request: HttpRequest, object_id: str, *args: Any, **kwargs: Any) -> HttpResponse:
+        found = self.model.objects.filter(pk=object_id).first() if object_id.isdigit() else None
+        if found is not None and request.method == "GET":
+            warn_paused(request, found.app_key)
+        return super().change_view(request, object_id, *args, **kwargs)
