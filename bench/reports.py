@@ -26,6 +26,7 @@ import http.client
 import itertools
 import json
 import logging
+import multiprocessing
 import tempfile
 import threading
 import time
@@ -41,18 +42,17 @@ import redis
 
 from bench.endpoint import (
     ENDPOINT_PATH,
+    ROUNDS,
     STATIC_NAME,
-    EndpointOptions,
     _get,
     _headers,
     fill_state,
     gunicorn_command,
-    interleaved,
     prepare_site_database,
     running,
     site_env,
 )
-from bench.loadgen import LoadResult, run_load, wrk_available
+from bench.loadgen import LoadResult, merge_results, run_load, wrk_available
 from bench.report import finish, markdown_table, start_redis
 from bench.site_paths import BARE_HEADERS_ENV, bare_path
 from bench.stats import percentile
@@ -65,6 +65,7 @@ PREFIX = "craftApps:releases:reports:"
 APP, VERSION = "photocraft", "0.6.0"
 RATIO_TARGET = 0.95
 DRAIN_TIMEOUT_S = 60.0
+FLOOD_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -287,25 +288,32 @@ def urllib_request(url: str) -> str:
 
 
 class Steady(threading.Thread):
-    """Posts new installs' reports at ``rate`` per second until stopped."""
+    """Posts new installs' reports at ``rate`` per second while ``flowing`` is set, until stopped."""
 
     def __init__(self, url: str, rate: float) -> None:
         super().__init__(daemon=True)
         self.url, self.rate = url, rate
-        self.stop = threading.Event()
+        self.stop, self.flowing = threading.Event(), threading.Event()
         self.sent = Sent()
+
+    def end(self) -> None:
+        self.stop.set()
+        self.flowing.set()
+        self.join()
 
     def run(self) -> None:
         every = 1.0 / self.rate
-        started, index = time.perf_counter(), itertools.count()
 
         def paced() -> Iterator[tuple[bytes, str]]:
-            for i in index:
+            next_at = time.perf_counter()
+            for i in itertools.count():
+                self.flowing.wait()
+                now = time.perf_counter()
+                next_at = max(next_at + every, now - every)  # no burst after a pause
+                if next_at > now:
+                    self.stop.wait(next_at - now)  # the pace of the reports, not a timer under test
                 if self.stop.is_set():
                     return
-                wait = started + i * every - time.perf_counter()
-                if wait > 0:
-                    self.stop.wait(wait)  # the pace of the reports, not a timer under test
                 yield report_body(str(uuid.uuid4())), address(i)
 
         self.sent = post_all(self.url, paced(), senders=2)
@@ -363,23 +371,33 @@ def rate_run(options: ReportsOptions, url: str, client: redis.Redis) -> dict[str
 
 
 def endpoint_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[str, Any]:
-    load = EndpointOptions(seconds=options.seconds, connections=options.connections, workers=options.workers)
+    """In turns: release_info with no report arriving, then it and the bare view while they do."""
     ours_url, bare_url = f"{url}/{ENDPOINT_PATH}", f"{url}/{bare_path()}"
-    quiet, _ = interleaved({"quiet": (ours_url, {})}, load, tool, pid)
+    rounds = ROUNDS if options.seconds >= ROUNDS else 1
+    each = options.seconds / rounds
+    parts: dict[str, list[LoadResult]] = {"quiet": [], "ours": [], "bare": []}
+    for target in (ours_url, bare_url):
+        run_load(target, connections=options.connections, seconds=min(1.0, each), tool=tool)  # warm up
     steady = Steady(f"{url}/{REPORTS_PATH}", options.steady_rate)
     steady.start()
     try:
-        results, _ = interleaved({"ours": (ours_url, {}), "bare": (bare_url, {})}, load, tool, pid)
+        for _ in range(rounds):
+            steady.flowing.clear()
+            parts["quiet"].append(
+                run_load(ours_url, connections=options.connections, seconds=each, tool=tool)
+            )
+            steady.flowing.set()
+            for name, target in (("ours", ours_url), ("bare", bare_url)):
+                parts[name].append(run_load(target, connections=options.connections, seconds=each, tool=tool))
     finally:
-        steady.stop.set()
-        steady.join()
-    ours, bare = results["ours"], results["bare"]
+        steady.end()
+    ours, bare, quiet = (merge_results(parts[name]) for name in ("ours", "bare", "quiet"))
     return {
         "ours": ours,
         "bare": bare,
-        "quiet": quiet["quiet"],
+        "quiet": quiet,
         "ratio_to_bare": round(ours.rps / bare.rps, 3) if bare.rps else 0.0,
-        "ratio_to_quiet": round(ours.rps / quiet["quiet"].rps, 3) if quiet["quiet"].rps else 0.0,
+        "ratio_to_quiet": round(ours.rps / quiet.rps, 3) if quiet.rps else 0.0,
         "steady_sent": steady.sent.statuses[202],
     }
 
@@ -391,26 +409,30 @@ def flood_bodies(options: ReportsOptions) -> Iterator[tuple[bytes, str]]:
         yield report_body(installs[i % len(installs)], "failed"), source
 
 
+def flood_process(url: str, options: ReportsOptions, answers: Any) -> None:
+    """The flood, in its own process: puts its answers by status and its seconds on ``answers``."""
+    sent = post_all(url, flood_bodies(options), options.senders)
+    answers.put((dict(sent.statuses), sent.seconds))
+
+
 def abuse_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[str, Any]:
     ours_url = f"{url}/{ENDPOINT_PATH}"
     seconds = max(1.0, options.seconds / 2)
     before = run_load(ours_url, connections=4, seconds=seconds, tool=tool)
     rss_before = rss_kib(pid)
-    flood: list[Sent] = []
-    sender = threading.Thread(
-        target=lambda: flood.append(
-            post_all(f"{url}/{REPORTS_PATH}", flood_bodies(options), options.senders)
-        ),
-        daemon=True,
-    )
+    # The flood from a process of its own: its senders and the load's don't share one GIL.
+    context = multiprocessing.get_context("spawn")
+    answers: multiprocessing.Queue[tuple[dict[int, int], float]] = context.Queue()
+    sender = context.Process(target=flood_process, args=(f"{url}/{REPORTS_PATH}", options, answers))
     sender.start()
     during = run_load(ours_url, connections=4, seconds=seconds, tool=tool)
+    statuses, flood_s = answers.get(timeout=FLOOD_TIMEOUT_S)
     sender.join()
     accepted = scrape(url).get("craft_apps_report_answers_total", {}).get("202", 0.0)
     metrics = accounted(url, int(accepted))
     return {
-        "flood_sent": {str(k): v for k, v in sorted(flood[0].statuses.items())},
-        "flood_seconds": round(flood[0].seconds, 2),
+        "flood_sent": {str(k): v for k, v in sorted(statuses.items())},
+        "flood_seconds": round(flood_s, 2),
         "before_flood": before,
         "during_flood": during,
         "rss_kib_before": rss_before,
