@@ -1,7 +1,10 @@
 """GitHub as the poller's release source (``craft_apps.kernel.source.Source``); the first tier.
 
-- ``client``: one request for a repository's latest release, as an outcome; the client the
-  settings describe (``GitHubClient.from_settings``).
+- ``client``: GitHub as the poller's source, never raising; the client the settings describe
+  (``GitHubClient.from_settings``). Its parts: ``release_requests`` the release endpoints judged
+  into outcomes, ``updater_downloads`` the updater files' downloads, ``guarded_session`` the
+  session that refuses unsafe redirects, ``deadline`` each request's total deadline, ``access``
+  the token or GitHub App and the private repositories, ``answers`` answers read safely.
 - ``parsing``: GitHub's answer read into a ``Release``, keeping only what is safe to serve;
   ``rejudge`` applies the same rules to a stored release.
 - ``links``: where a link points once resolved as a browser resolves it, and whether that is
