@@ -13,8 +13,6 @@ APP_IN_URL = re.compile(r"/v1/craft_apps/updates/tauri/([a-z0-9-]+)/")
 
 def test_the_tauri_urls_of_the_docs_name_apps_the_default_apps_serve():
     keys = {app.key for app in DEFAULT_APPS}
-    named = {
-        (page.name, key) for page in DOCS.glob("*.md") for key in APP_IN_URL.findall(page.read_text())
-    }
+    named = {(page.name, key) for page in DOCS.glob("*.md") for key in APP_IN_URL.findall(page.read_text())}
     assert named, "no Tauri URL found in docs/"
     assert {(page, key) for page, key in named if key not in keys} == set()
