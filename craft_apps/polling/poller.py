@@ -488,6 +488,7 @@ class Poller:
             failures = state.failures + 1 if state.is_failing() else 1
             self.memory[app.key] = replace(state, failed_ms=now_ms, failures=failures)
             logger.warning("Couldn't fetch the latest release of %s: %s", app.repo, outcome.reason)
+            self.drops.observed(app, outcome, state.latest_release, now_ms)  # for want of credentials?
 
     def _carry_updater(self, key: str) -> bool:
         """Gives the app's latest release the updater files read for it (``polling.updater``);
