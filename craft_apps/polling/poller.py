@@ -138,9 +138,7 @@ class Poller:
         self.config = config
         self.github: ReleaseSource = github  # asked every round (tests wrap it to watch or delay it)
         self.lister: ReleaseListSource = github  # the release list: the apps' history
-        # The app keys whose release list is asked every round they are asked (a channel, a
-        # control); with ``history_for_every_app``, every other app's once per new release.
-        self.needs_history = needs_history
+        self.needs_history = needs_history  # apps whose list is asked every round (beta, a control)
         self.history: dict[str, tuple[Release, ...]] = {}
         self.history_fetch: dict[str, HistoryFetch] = {}
         self._history_unpublished: set[str] = set()
@@ -165,8 +163,7 @@ class Poller:
             github if isinstance(github, UpdaterSource) else None, config.interval_ms, config.max_backoff_ms
         )
         self._unpublished: set[str] = set()
-        # Apps answered this round whose updater files are read after it (True: with its history),
-        # and the answers shared with the fleet once they are.
+        # Apps whose updater files are read after the round (True: with history), then shared.
         self._updater_owed: dict[str, bool] = {}
         self._share_owed: dict[str, Fetched | NotModified] = {}
         self._backoff_unpublished = False
