@@ -49,7 +49,7 @@ def publish(github: FakeGitHub, hanging: int) -> tuple[AppSpec, ...]:
         )
         github.publish(app.repo, built.release, files=built.files)
         if app in held:
-            github.hold_download(f"/{app.repo}/releases/download/{app.key}-v1.0.0/latest.json")
+            github.faults.hold_download(f"/{app.repo}/releases/download/{app.key}-v1.0.0/latest.json")
     github.publish(PLAIN.repo, demo_release(PLAIN, "0.6.0", PUBLISHED, github.url, github.url))
     return (*held, SERVED, PLAIN)
 

@@ -43,7 +43,7 @@ def tags(poller: Poller) -> list[str]:
 def test_a_new_release_listed_by_one_host_lets_the_other_serve_the_one_before_a_yank_of_it(
     web: Path, tmp_path: Path, github: FakeGitHub, fake_clock: FakeClock, redis_client: redis.Redis
 ):
-    github.delete_release(PHOTOCRAFT.repo, "v1.3.0")  # not published yet: v1.2.0 is the latest
+    github.releases.delete_release(PHOTOCRAFT.repo, "v1.3.0")  # not published yet: v1.2.0 is the latest
     needs = HistoryApps(monotonic=lambda: fake_clock.now_ms() / 1000)
     host_a, host_b = (
         host_poller(

@@ -83,7 +83,7 @@ def test_a_hold_at_a_release_github_deletes_serves_the_newest_below_it(
     lists = len([r for r in github.requests if "/releases?" in r.path])
     assert lists == 1, "photocraft's history was fetched: it has a control"
 
-    github.delete_release(PHOTOCRAFT.repo, "v1.2.0")
+    github.releases.delete_release(PHOTOCRAFT.repo, "v1.2.0")
     fake_clock.advance(1801)  # the interval: the latest is asked again, and the list with it
     poller.tick()
     assert len([r for r in github.requests if "/releases?" in r.path]) == 2

@@ -31,7 +31,7 @@ STABLE = {"photocraft": "v0.5.0", "artcraft-launcher": "v0.5.0"}
 def github() -> Iterator[FakeGitHub]:
     """A stable 0.5.0 of each app and a newer photocraft prerelease, 0.6.0-rc.1."""
     with stand_in(TWO_APPS) as server:
-        server.publish_prerelease(
+        server.releases.publish_prerelease(
             PHOTOCRAFT.repo, demo_release(PHOTOCRAFT, "0.6.0-rc.1", DAY + timedelta(days=1))
         )
         yield server

@@ -34,7 +34,7 @@ def github() -> Iterator[FakeGitHub]:
     with FakeGitHub() as server:
         for app in TWO_APPS:
             server.publish(app.repo, demo_release(app, "0.5.0", DAY))
-        server.publish_prerelease(
+        server.releases.publish_prerelease(
             PHOTOCRAFT.repo, demo_release(PHOTOCRAFT, "0.6.0-rc.1", DAY + timedelta(days=1))
         )
         yield server

@@ -66,7 +66,7 @@ def test_once_runs_a_round_and_exits_0(pollers, github: FakeGitHub, state_dir: P
 
 
 def test_once_exits_3_when_failed_requests_leave_an_app_out_of_date(pollers, github: FakeGitHub):
-    github.unpublish(APPS[0].repo)  # a repository without a release is fetched, not failed
+    github.releases.unpublish(APPS[0].repo)  # a repository without a release is fetched, not failed
     github.set_fault(APPS[1].repo, StatusFault(502))
     poller = pollers("--once")
     assert poller.finish() == 3, poller.output()

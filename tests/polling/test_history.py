@@ -75,7 +75,7 @@ def test_the_default_configuration_asks_no_list_and_keeps_every_latest_seen(
     assert paths and all(path.endswith("/releases/latest") for path in paths)  # today's cost
     assert len(paths) == 2 * len(TWO_APPS)
     assert tags(host.store, "photocraft") == ["v0.6.0", "v0.5.0"]
-    server.delete_release(PHOTOCRAFT.repo, "v0.6.0")  # the latest goes back: 0.6.0 is gone
+    server.releases.delete_release(PHOTOCRAFT.repo, "v0.6.0")  # the latest goes back: 0.6.0 is gone
     host.round()
     assert tags(host.store, "photocraft") == ["v0.5.0"]
 
@@ -83,8 +83,8 @@ def test_the_default_configuration_asks_no_list_and_keeps_every_latest_seen(
 def test_an_app_that_needs_history_asks_the_list_once_per_interval_with_its_etag(
     state_dir: Path, fake_clock: FakeClock, server: FakeGitHub
 ) -> None:
-    server.publish_prerelease(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.6.0-rc.1", 1))
-    server.add_draft(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.7.0", 2))
+    server.releases.publish_prerelease(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.6.0-rc.1", 1))
+    server.releases.add_draft(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.7.0", 2))
     host = Host(state_dir, fake_clock, server, frozenset({"photocraft"}))
     host.round()
     history = host.store.read().history["photocraft"]
@@ -98,11 +98,11 @@ def test_an_app_that_needs_history_asks_the_list_once_per_interval_with_its_etag
     lists = [r for r in server.requests if "/releases?" in r.path]
     assert len(lists) == 2 and lists[1].status == 304 and "if-none-match" in lists[1].headers
 
-    server.delete_release(PHOTOCRAFT.repo, "v0.6.0-rc.1")
+    server.releases.delete_release(PHOTOCRAFT.repo, "v0.6.0-rc.1")
     host.round()
     assert tags(host.store, "photocraft") == ["v0.5.0"]
 
-    server.publish_prerelease(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.6.0-rc.2", 3))
+    server.releases.publish_prerelease(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.6.0-rc.2", 3))
     server.publish(PHOTOCRAFT.repo, release(PHOTOCRAFT, "0.6.0", 4))  # overtakes the candidate
     host.round()
     assert tags(host.store, "photocraft") == ["v0.6.0", "v0.6.0-rc.2", "v0.5.0"]

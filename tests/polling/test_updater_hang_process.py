@@ -38,7 +38,7 @@ def github() -> Iterator[FakeGitHub]:
             )
             server.publish(app.repo, built.release, files=built.files)
         server.publish(PHOTOCRAFT.repo, demo_release(PHOTOCRAFT, "0.6.0", PUBLISHED, server.url, server.url))
-        server.hold_download(HELD)
+        server.faults.hold_download(HELD)
         yield server
 
 
@@ -53,11 +53,11 @@ def test_a_hanging_latest_json_holds_back_no_other_app_and_the_round_ends(
     try:
         wait_until(lambda: any(r.path == HELD for r in github.requests), 20, "the held download")
         wait_until(lambda: _others_served(state_dir), 20, "the other apps in the state file")
-        assert github.held_open() == 1, "the hanging download is still open"
+        assert github.faults.held_open() == 1, "the hanging download is still open"
     finally:
         code = poller.finish(timeout=60)  # the download's 10 s bound ends it
     assert code == 0, poller.output()
-    assert github.held_open() == 0
+    assert github.faults.held_open() == 0
     assert "latest.json: no complete answer within 10 s" in poller.output()
     artcraft = StateStore(state_dir).read().apps["artcraft"].latest_release
     assert artcraft is not None and artcraft.version == "0.37.0" and artcraft.updater == ()

@@ -124,7 +124,7 @@ def test_a_repository_without_a_release_is_a_github_404(github, http):
 
 
 def test_unpublish_brings_the_404_back(demo_github, http):
-    demo_github.unpublish(PHOTOCRAFT)
+    demo_github.releases.unpublish(PHOTOCRAFT)
 
     assert http.get(latest_url(demo_github, PHOTOCRAFT)).status_code == 404
     assert http.get(latest_url(demo_github, "storytold/vectorcraft")).status_code == 200
@@ -140,8 +140,8 @@ def test_the_release_list_serves_prereleases_drafts_and_deletions_with_its_own_e
     url = f"{demo_github.url}/repos/{PHOTOCRAFT}/releases?per_page=2"
     latest = demo_github.published()[PHOTOCRAFT]
     rc = {**latest, "tag_name": "v9.0.0-rc.1", "published_at": "2030-01-01T00:00:00Z"}
-    demo_github.publish_prerelease(PHOTOCRAFT, rc)
-    demo_github.add_draft(PHOTOCRAFT, {**latest, "tag_name": "v9.1.0", "published_at": None})
+    demo_github.releases.publish_prerelease(PHOTOCRAFT, rc)
+    demo_github.releases.add_draft(PHOTOCRAFT, {**latest, "tag_name": "v9.1.0", "published_at": None})
     first = http.get(url)
     assert first.status_code == 200
     listed = [(r["tag_name"], r["prerelease"], r["draft"]) for r in first.json()]
@@ -149,7 +149,7 @@ def test_the_release_list_serves_prereleases_drafts_and_deletions_with_its_own_e
     assert first.headers["ETag"] != demo_github.etag_of(PHOTOCRAFT)  # its own
     again = http.get(url, headers={"If-None-Match": first.headers["ETag"]})
     assert again.status_code == 304
-    demo_github.delete_release(PHOTOCRAFT, latest["tag_name"])  # the only stable one
+    demo_github.releases.delete_release(PHOTOCRAFT, latest["tag_name"])  # the only stable one
     assert http.get(latest_url(demo_github, PHOTOCRAFT)).status_code == 404
     assert http.get(url, headers={"If-None-Match": first.headers["ETag"]}).status_code == 304  # same page
     whole = http.get(f"{demo_github.url}/repos/{PHOTOCRAFT}/releases?per_page=10").json()
