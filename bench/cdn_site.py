@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -41,6 +42,8 @@ WEBHOOK_PATH = "/v1/craft_apps/github_webhook"
 SECRET = "bench-cdn-webhook-secret"
 TOKEN = "bench-cdn-token"
 READY_TIMEOUT_S = 60.0
+# The poller's line at the end of a round that asked GitHub.
+ROUND_DONE = re.compile(r"Craft app releases \((?:coordinated|standalone)\): \d+ fetched")
 APP: AppSpec = DEFAULT_APPS[0]
 
 
@@ -98,7 +101,12 @@ class Origin:
         while "no-store" in self._header_or_none("cache-control"):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the poller didn't fetch every app: {self.tail('poller.log')}")
-            time.sleep(0.2)  # the poller's first round, against the stand-in
+            time.sleep(0.2)  # the poller's first round, against the fake GitHub
+        # The first round then asks each app's release list; a webhook is read after the round.
+        while not ROUND_DONE.search((self.workdir / "poller.log").read_text(errors="replace")):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the poller's first round didn't end: {self.tail('poller.log')}")
+            time.sleep(0.2)
 
     def start_gunicorn(self) -> None:
         command = [
