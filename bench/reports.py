@@ -46,6 +46,7 @@ from bench.endpoint import (
     STATIC_NAME,
     _get,
     _headers,
+    cpu_seconds,
     fill_state,
     gunicorn_command,
     prepare_site_database,
@@ -103,6 +104,7 @@ class ReportsReport:
     post_p50_ms: float | None
     post_p99_ms: float | None
     counted: int
+    cpu_ms_per_report: float  # the web processes' CPU time per report, writing included
     counted_within_s: float | None
     release_bytes: int  # one release's keys, whatever its installs
     release_keys: int
@@ -287,36 +289,46 @@ def urllib_request(url: str) -> str:
         return str(answer.read().decode())
 
 
-class Steady(threading.Thread):
-    """Posts new installs' reports at ``rate`` per second while ``flowing`` is set, until stopped."""
+class Steady:
+    """Posts new installs' reports at ``rate`` per second while ``flowing`` is set, from a process
+    of its own (its senders don't share the load generator's GIL), until ``end``."""
 
     def __init__(self, url: str, rate: float) -> None:
-        super().__init__(daemon=True)
-        self.url, self.rate = url, rate
-        self.stop, self.flowing = threading.Event(), threading.Event()
-        self.sent = Sent()
+        context = multiprocessing.get_context("spawn")
+        self.stop, self.flowing = context.Event(), context.Event()
+        self.answers: Any = context.Queue()
+        self.process = context.Process(
+            target=steady_process, args=(url, rate, self.flowing, self.stop, self.answers)
+        )
+        self.sent: dict[int, int] = {}
+
+    def start(self) -> None:
+        self.process.start()
 
     def end(self) -> None:
         self.stop.set()
         self.flowing.set()
-        self.join()
+        self.sent = self.answers.get(timeout=FLOOD_TIMEOUT_S)
+        self.process.join()
 
-    def run(self) -> None:
-        every = 1.0 / self.rate
 
-        def paced() -> Iterator[tuple[bytes, str]]:
-            next_at = time.perf_counter()
-            for i in itertools.count():
-                self.flowing.wait()
-                now = time.perf_counter()
-                next_at = max(next_at + every, now - every)  # no burst after a pause
-                if next_at > now:
-                    self.stop.wait(next_at - now)  # the pace of the reports, not a timer under test
-                if self.stop.is_set():
-                    return
-                yield report_body(str(uuid.uuid4())), address(i)
+def steady_process(url: str, rate: float, flowing: Any, stop: Any, answers: Any) -> None:
+    """``Steady``'s process: puts its answers by status on ``answers`` when stopped."""
+    every = 1.0 / rate
 
-        self.sent = post_all(self.url, paced(), senders=2)
+    def paced() -> Iterator[tuple[bytes, str]]:
+        next_at = time.perf_counter()
+        for i in itertools.count():
+            flowing.wait()
+            now = time.perf_counter()
+            next_at = max(next_at + every, now - every)  # no burst after a pause
+            if next_at > now:
+                stop.wait(next_at - now)  # the pace of the reports, not a timer under test
+            if stop.is_set():
+                return
+            yield report_body(str(uuid.uuid4())), address(i)
+
+    answers.put(dict(post_all(url, paced(), senders=2).statuses))
 
 
 @contextlib.contextmanager
@@ -350,10 +362,12 @@ def site(options: ReportsOptions, workdir: Path) -> Iterator[tuple[str, int, red
             yield url, web.pid, server.client()
 
 
-def rate_run(options: ReportsOptions, url: str, client: redis.Redis) -> dict[str, Any]:
+def rate_run(options: ReportsOptions, url: str, pid: int, client: redis.Redis) -> dict[str, Any]:
+    cpu_before = cpu_seconds(pid)
     sent = post_all(f"{url}/{REPORTS_PATH}", new_installs(options.reports), options.senders)
     accepted = sent.statuses[202]
     within = wait_counted(client, accepted)
+    cpu_s = cpu_seconds(pid) - cpu_before
     release_bytes, release_keys, per_mark = release_memory(client)
     used = int(client.info("memory")["used_memory"])
     return {
@@ -362,6 +376,7 @@ def rate_run(options: ReportsOptions, url: str, client: redis.Redis) -> dict[str
         "post_p50_ms": percentile(sent.latencies_ms, 0.5),
         "post_p99_ms": percentile(sent.latencies_ms, 0.99),
         "counted": counted_installs(client),
+        "cpu_ms_per_report": round(cpu_s * 1000 / accepted, 3) if accepted else 0.0,
         "counted_within_s": within,
         "release_bytes": release_bytes,
         "release_keys": release_keys,
@@ -398,7 +413,7 @@ def endpoint_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict
         "quiet": quiet,
         "ratio_to_bare": round(ours.rps / bare.rps, 3) if bare.rps else 0.0,
         "ratio_to_quiet": round(ours.rps / quiet.rps, 3) if quiet.rps else 0.0,
-        "steady_sent": steady.sent.statuses[202],
+        "steady_sent": steady.sent.get(202, 0),
     }
 
 
@@ -448,7 +463,7 @@ def run_reports_benchmark(options: ReportsOptions) -> ReportsReport:
         tempfile.TemporaryDirectory(prefix="bench-reports-") as tmp,
         site(options, Path(tmp)) as (url, pid, client),
     ):
-        rate = rate_run(options, url, client)
+        rate = rate_run(options, url, pid, client)
         endpoint = endpoint_run(options, url, pid, tool)
         abuse = abuse_run(options, url, pid, tool)
     return ReportsReport(options=options, loadgen=tool, **rate, **endpoint, **abuse)
@@ -471,6 +486,7 @@ def markdown(report: ReportsReport) -> str:
             f"{r.accepted_per_s:g} ({r.accepted_per_s_per_worker:g} a worker)",
         ],
         ["a report's answer, p50 / p99 ms", _pair(r.post_p50_ms, r.post_p99_ms)],
+        ["web processes' CPU per report (writing included)", f"{r.cpu_ms_per_report:g} ms"],
         ["counted in Redis after the last answer", f"{r.counted} installs within {r.counted_within_s} s"],
         ["Redis: one release's keys", f"{r.release_bytes} bytes in {r.release_keys} keys"],
         ["Redis: a first-outcome mark per install", f"{r.mark_bytes_per_install:g} bytes"],

@@ -36,6 +36,7 @@ def test_the_reports_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: P
     assert done.returncode == 0, done.stderr[-3000:]
     figures = json.loads(figures_file.read_text())["figures"]
     assert figures["accepted_per_s"] > 0 and figures["counted_within_s"] is not None
+    assert figures["cpu_ms_per_report"] > 0 and figures["steady_sent"] > 0
     assert figures["counted"] >= 200 * 0.95, "the writers counted every new install (HyperLogLog: ~1 %)"
     assert figures["release_keys"] >= 3 and figures["mark_bytes_per_install"] > 0
     assert (
