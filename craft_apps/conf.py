@@ -2,8 +2,8 @@
 
 Each setting comes from ``settings.CRAFT_APPS[KEY]``, else from its environment variable, else
 from its default. ``SETTINGS`` declares every one (key, variable, parser, default, minimum);
-``resolve`` reads any of them and reports what was wrong as data; the properties return the
-value, and ``checks`` turns the problems into messages. So a malformed value never
+``resolve`` reads any of them and reports what was wrong as data; ``app_settings``' attributes
+return the value, and ``checks`` turns the problems into messages. So a malformed value never
 crashes anything: it is replaced by the default (or raised to its minimum) and named by a check.
 """
 
@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from django.conf import settings
 
@@ -690,206 +690,213 @@ class Value(Generic[T]):
         return value
 
 
-class CraftAppsSettings:
-    """Typed access to the settings; every attribute is read anew on each access.
+class Derived(Generic[T]):
+    """A setting worked out from several keys: ``compute`` returns it with its problems.
 
-    The two settings the endpoint reads on every request (``APPS``, ``STATE_DIR``) keep their
-    last result together with the raw inputs it came from, and are worked out again only when
-    an input differs: still read at call time, without parsing on every request.
+    With ``inputs`` (the raw values it depends on), the last result is kept and worked out again
+    only when an input differs: the endpoint reads ``APPS``, ``STATE_DIR`` and ``SIGNING`` on
+    every request, still at call time, without parsing them each time.
     """
 
-    def __init__(self) -> None:
-        self._memo: dict[str, tuple[object, Resolved[Any]]] = {}
+    def __init__(
+        self, compute: Callable[[], Resolved[T]], inputs: Callable[[], object] | None = None
+    ) -> None:
+        self._compute = compute
+        self._inputs = inputs
+        self._kept: tuple[object, Resolved[T]] | None = None
 
-    def _memoized(self, name: str, inputs: object, compute: Callable[[], Resolved[T]]) -> Resolved[T]:
-        kept = self._memo.get(name)
+    def resolved(self) -> Resolved[T]:
+        """The value and its problems, from the settings as they are now."""
+        if self._inputs is None:
+            return self._compute()
+        inputs, kept = self._inputs(), self._kept
         if kept is not None and kept[0] == inputs:
             return kept[1]
-        resolved = compute()
-        self._memo[name] = (inputs, resolved)
+        resolved = self._compute()
+        self._kept = (inputs, resolved)
         return resolved
 
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Derived[T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> T: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> T | Derived[T]:
+        return self if instance is None else self.resolved().value
+
+
+# --- GitHub and polling: the apps, the GitHub App -------------------------------------------------
+
+
+def _resolve_apps() -> Resolved[tuple[AppSpec, ...]]:
+    listed = _listed_apps()
+    private = resolve("PRIVATE_APPS")
+    keys = {app.key for app in listed.value}
+    unknown = [key for key in private.value if key not in keys]
+    if unknown:
+        private.problems.append(Problem("private_app_unknown", {"keys": ", ".join(unknown)}))
+    apps = tuple(replace(app, private=app.key in private.value) for app in listed.value)
+    return Resolved(apps, listed.problems + private.problems)
+
+
+def _listed_apps() -> Resolved[tuple[AppSpec, ...]]:
+    raw = _raw("APPS")
+    if raw is None:
+        return Resolved(DEFAULT_APPS)
+    value, source = raw
+    apps, skipped = parse_app_list(value)
+    problems = [Problem("app_skipped", {"source": source, "reason": reason}) for reason in skipped]
+    if not apps:
+        problems.append(Problem("no_valid_app", {"source": source, "count": len(DEFAULT_APPS)}))
+        return Resolved(DEFAULT_APPS, problems)
+    return Resolved(tuple(apps), problems)
+
+
+def _resolve_github_app() -> Resolved[GitHubApp | None]:
+    """The GitHub App the settings describe; None when neither its id nor its key is set,
+    or (with a problem) when only one of them is."""
+    app_id, key = resolve("GITHUB_APP_ID"), resolve("GITHUB_APP_PRIVATE_KEY")
+    installation = resolve("GITHUB_APP_INSTALLATION_ID")
+    problems = app_id.problems + key.problems + installation.problems
+    if app_id.value is None and key.value is None:
+        return Resolved(None, problems)
+    if app_id.value is None or key.value is None:
+        missing = "GITHUB_APP_ID" if app_id.value is None else "GITHUB_APP_PRIVATE_KEY"
+        unusable = any(problem.code == GITHUB_APP_KEY_UNUSABLE for problem in problems)
+        if not unusable:  # an unusable key is its own error already
+            problems.append(Problem("github_app_incomplete", {"missing": describe(missing)}))
+        return Resolved(None, problems)
+    return Resolved(GitHubApp(app_id.value, key.value, installation.value), problems)
+
+
+# --- The host and the fleet: the state directory, the lease ---------------------------------------
+
+
+def _state_dir_inputs() -> object:
+    return (_raw("STATE_DIR"), getattr(settings, "BASE_DIR", None), os.environ.get("HOME"))
+
+
+def _resolve_lease_timing() -> Resolved[LeaseTiming]:
+    """The lease's TTL and retry; the defaults when they don't satisfy ``LeaseTiming``'s rule."""
+    ttl = resolve("LEASE_TTL_SECS")
+    retry = resolve("LEASE_RETRY_SECS")
+    problems = ttl.problems + retry.problems
+    try:
+        timing = LeaseTiming(ttl_ms=round(ttl.value * 1000), retry_ms=round(retry.value * 1000))
+    except ValueError as err:
+        problems.append(Problem("lease_timing", {"reason": str(err)}))
+        timing = LeaseTiming()
+    return Resolved(timing, problems)
+
+
+# --- Signing and the CDN ----------------------------------------------------------------------------
+
+_SIGNING_INPUTS = (
+    "SIGNING_KEY",
+    "SIGNING_KEY_PREVIOUS",
+    "SIGNING_VALIDITY_SECS",
+    "POLL_INTERVAL_SECS",  # the window's minimum
+    "GITHUB_TOKEN",  # the interval's default and minimum
+)
+
+
+def _resolve_signing() -> Resolved[SigningConfig | None]:
+    """The keys that sign (``SIGNING_KEY`` first, then ``SIGNING_KEY_PREVIOUS``, one of a key
+    given twice) and the window; None when no usable key is set."""
+    current, previous = resolve("SIGNING_KEY"), resolve("SIGNING_KEY_PREVIOUS")
+    window = resolve("SIGNING_VALIDITY_SECS")
+    problems = current.problems + previous.problems + window.problems
+    keys: dict[str, SigningKey] = {}
+    for key in (current.value, previous.value):
+        if key is not None:
+            keys.setdefault(key.key_id, key)
+    # Never past a year, even raised to a polling interval that is: an instant past year
+    # 9999 can't be written, and no setting may make an answer fail.
+    window_s = min(window.value, MAX_VALIDITY_SECS)
+    config = SigningConfig(tuple(keys.values()), window_s) if keys else None
+    return Resolved(config, problems)
+
+
+def _resolve_cdn_purge() -> Resolved[PurgeTarget | None]:
+    """The CDN purge target (``purge_target``); None: no purge."""
+    resolved = {key: resolve(key) for key in CDN_PURGE_KEYS}
+    target = purge_target({key: value.value for key, value in resolved.items()})
+    target.problems[:0] = [problem for value in resolved.values() for problem in value.problems]
+    return target
+
+
+class CraftAppsSettings:
+    """Typed access to the settings; every attribute is read anew on each access."""
+
     POLLING_ENABLED = Value[bool]("POLLING_ENABLED")
-
     COORDINATION_ENABLED = Value[bool]("COORDINATION_ENABLED")
-
     GITHUB_TOKEN = Value[str | None]("GITHUB_TOKEN")
-
     POLL_INTERVAL_SECS = Value[int]("POLL_INTERVAL_SECS")
-
     MAX_BACKOFF_SECS = Value[int]("MAX_BACKOFF_SECS")
-
-    def apps_resolved(self) -> Resolved[tuple[AppSpec, ...]]:
-        return self._memoized("APPS", (_raw("APPS"), _raw("PRIVATE_APPS")), self._resolve_apps)
-
-    def _resolve_apps(self) -> Resolved[tuple[AppSpec, ...]]:
-        listed = self._listed_apps()
-        private = resolve("PRIVATE_APPS")
-        keys = {app.key for app in listed.value}
-        unknown = [key for key in private.value if key not in keys]
-        if unknown:
-            private.problems.append(Problem("private_app_unknown", {"keys": ", ".join(unknown)}))
-        apps = tuple(replace(app, private=app.key in private.value) for app in listed.value)
-        return Resolved(apps, listed.problems + private.problems)
-
-    def _listed_apps(self) -> Resolved[tuple[AppSpec, ...]]:
-        raw = _raw("APPS")
-        if raw is None:
-            return Resolved(DEFAULT_APPS)
-        value, source = raw
-        apps, skipped = parse_app_list(value)
-        problems = [Problem("app_skipped", {"source": source, "reason": reason}) for reason in skipped]
-        if not apps:
-            problems.append(Problem("no_valid_app", {"source": source, "count": len(DEFAULT_APPS)}))
-            return Resolved(DEFAULT_APPS, problems)
-        return Resolved(tuple(apps), problems)
-
-    @property
-    def APPS(self) -> tuple[AppSpec, ...]:
-        return self.apps_resolved().value
-
+    APPS = Derived(_resolve_apps, lambda: (_raw("APPS"), _raw("PRIVATE_APPS")))
     GITHUB_API_URL = Value[str]("GITHUB_API_URL")
-
-    def github_app_resolved(self) -> Resolved[GitHubApp | None]:
-        """The GitHub App the settings describe; None when neither its id nor its key is set,
-        or (with a problem) when only one of them is."""
-        app_id, key = resolve("GITHUB_APP_ID"), resolve("GITHUB_APP_PRIVATE_KEY")
-        installation = resolve("GITHUB_APP_INSTALLATION_ID")
-        problems = app_id.problems + key.problems + installation.problems
-        if app_id.value is None and key.value is None:
-            return Resolved(None, problems)
-        if app_id.value is None or key.value is None:
-            missing = "GITHUB_APP_ID" if app_id.value is None else "GITHUB_APP_PRIVATE_KEY"
-            unusable = any(problem.code == GITHUB_APP_KEY_UNUSABLE for problem in problems)
-            if not unusable:  # an unusable key is its own error already
-                problems.append(Problem("github_app_incomplete", {"missing": describe(missing)}))
-            return Resolved(None, problems)
-        return Resolved(GitHubApp(app_id.value, key.value, installation.value), problems)
-
-    @property
-    def GITHUB_APP(self) -> GitHubApp | None:
-        return self.github_app_resolved().value
-
+    GITHUB_APP = Derived(_resolve_github_app)
     GITHUB_WEB_URL = Value[str]("GITHUB_WEB_URL")
-
+    # The secrets a webhook delivery may be signed with; None: the webhook is off.
+    GITHUB_WEBHOOK_SECRET = Value[tuple[str, ...] | None]("GITHUB_WEBHOOK_SECRET")
     CDN_PUBLIC_URL = Value[str | None]("CDN_PUBLIC_URL")
-
-    def state_dir_resolved(self) -> Resolved[Path]:
-        inputs = (_raw("STATE_DIR"), getattr(settings, "BASE_DIR", None), os.environ.get("HOME"))
-        return self._memoized("STATE_DIR", inputs, lambda: resolve("STATE_DIR"))
-
-    @property
-    def STATE_DIR(self) -> Path:
-        return self.state_dir_resolved().value
-
+    CDN_PURGE = Derived(_resolve_cdn_purge)
+    STATE_DIR = Derived(lambda: resolve("STATE_DIR"), _state_dir_inputs)
     REDIS_ALIAS = Value[str]("REDIS_ALIAS")
-
     REDIS_KEY_PREFIX = Value[str]("REDIS_KEY_PREFIX")
-
-    @property
-    def GITHUB_WEBHOOK_SECRET(self) -> tuple[str, ...] | None:
-        """The secrets a webhook delivery may be signed with; None: the webhook is off."""
-        secrets: tuple[str, ...] | None = resolve("GITHUB_WEBHOOK_SECRET").value
-        return secrets
-
-    def lease_timing_resolved(self) -> Resolved[LeaseTiming]:
-        """The lease's TTL and retry; the defaults when they don't satisfy ``LeaseTiming``'s rule."""
-        ttl = resolve("LEASE_TTL_SECS")
-        retry = resolve("LEASE_RETRY_SECS")
-        problems = ttl.problems + retry.problems
-        try:
-            timing = LeaseTiming(ttl_ms=round(ttl.value * 1000), retry_ms=round(retry.value * 1000))
-        except ValueError as err:
-            problems.append(Problem("lease_timing", {"reason": str(err)}))
-            timing = LeaseTiming()
-        return Resolved(timing, problems)
-
+    LEASE_TIMING = Derived(_resolve_lease_timing)
     METRICS_TOKEN = Value[str | None]("METRICS_TOKEN")
-
-    @property
-    def LEASE_TIMING(self) -> LeaseTiming:
-        return self.lease_timing_resolved().value
-
-    _SIGNING_INPUTS = (
-        "SIGNING_KEY",
-        "SIGNING_KEY_PREVIOUS",
-        "SIGNING_VALIDITY_SECS",
-        "POLL_INTERVAL_SECS",  # the window's minimum
-        "GITHUB_TOKEN",  # the interval's default and minimum
-    )
+    SIGNING = Derived(_resolve_signing, lambda: tuple(_raw(key) for key in _SIGNING_INPUTS))
 
     def signing_resolved(self) -> Resolved[SigningConfig | None]:
-        """The keys that sign (``SIGNING_KEY`` first, then ``SIGNING_KEY_PREVIOUS``, one of a
-        key given twice) and the window; None when no usable key is set. The endpoint reads it on
-        every request: parsed again only when a raw input differs (kept in memory only)."""
-        inputs = tuple(_raw(key) for key in self._SIGNING_INPUTS)
-        return self._memoized("SIGNING", inputs, self._resolve_signing)
-
-    def _resolve_signing(self) -> Resolved[SigningConfig | None]:
-        current, previous = resolve("SIGNING_KEY"), resolve("SIGNING_KEY_PREVIOUS")
-        window = resolve("SIGNING_VALIDITY_SECS")
-        problems = current.problems + previous.problems + window.problems
-        keys: dict[str, SigningKey] = {}
-        for key in (current.value, previous.value):
-            if key is not None:
-                keys.setdefault(key.key_id, key)
-        # Never past a year, even raised to a polling interval that is: an instant past year
-        # 9999 can't be written, and no setting may make an answer fail.
-        window_s = min(window.value, MAX_VALIDITY_SECS)
-        config = SigningConfig(tuple(keys.values()), window_s) if keys else None
-        return Resolved(config, problems)
-
-    @property
-    def SIGNING(self) -> SigningConfig | None:
-        return self.signing_resolved().value
+        """The signing keys and window with their problems (``SIGNING`` is the value)."""
+        return CraftAppsSettings.SIGNING.resolved()
 
     def cdn_purge_resolved(self) -> Resolved[PurgeTarget | None]:
-        """The CDN purge target (``purge_target``); None: no purge."""
-        resolved = {key: resolve(key) for key in CDN_PURGE_KEYS}
-        target = purge_target({key: value.value for key, value in resolved.items()})
-        target.problems[:0] = [problem for value in resolved.values() for problem in value.problems]
-        return target
-
-    @property
-    def CDN_PURGE(self) -> PurgeTarget | None:
-        return self.cdn_purge_resolved().value
+        """The CDN purge target with its problems (``CDN_PURGE`` is the value)."""
+        return CraftAppsSettings.CDN_PURGE.resolved()
 
     def problems(self) -> list[Problem]:
         """Every setting's problems, in the table's order (each reported once)."""
         found: list[Problem] = []
         for setting in SETTINGS:
-            if setting.key in CDN_PURGE_KEYS[1:]:
-                continue  # reported with CDN_PURGE_KIND, as one configuration
-            elif setting.key == "CDN_PURGE_KIND":
-                found.extend(self.cdn_purge_resolved().problems)
-            elif setting.key == "PRIVATE_APPS":
-                continue  # reported with APPS, whose keys it names
-            elif setting.key in ("GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_INSTALLATION_ID"):
-                continue  # reported with GITHUB_APP_ID, as one configuration
-            elif setting.key == "GITHUB_APP_ID":
-                found.extend(self.github_app_resolved().problems)
-            elif setting.key == "APPS":
-                found.extend(self.apps_resolved().problems)
-            elif setting.key == "LEASE_RETRY_SECS":
-                continue  # reported with LEASE_TTL_SECS, as one timing
-            elif setting.key == "LEASE_TTL_SECS":
-                found.extend(self.lease_timing_resolved().problems)
-            elif setting.key in ("SIGNING_KEY_PREVIOUS", "SIGNING_VALIDITY_SECS"):
-                continue  # reported with SIGNING_KEY, as one configuration
-            elif setting.key == "SIGNING_KEY":
-                found.extend(self.signing_resolved().problems)
-            else:
-                found.extend(resolve(setting.key).problems)
+            if setting.key in _REPORTED_WITH_ANOTHER:
+                continue
+            compound = _COMPOUND.get(setting.key)
+            found.extend(compound.resolved().problems if compound else resolve(setting.key).problems)
         unknown = self.unknown_keys()
         if unknown:
             found.append(Problem("unknown_keys", {"keys": ", ".join(unknown)}))
         return found
 
     def unknown_keys(self) -> list[str]:
+        """The keys of ``CRAFT_APPS`` that name no setting, sorted."""
         configured = getattr(settings, "CRAFT_APPS", None) or {}
         if not isinstance(configured, dict):
             return []
         return sorted(str(key) for key in configured if key not in BY_KEY)
+
+
+# Settings whose problems are reported as one configuration, under the first key's name.
+_COMPOUND: dict[str, Derived[Any]] = {
+    "CDN_PURGE_KIND": CraftAppsSettings.CDN_PURGE,
+    "GITHUB_APP_ID": CraftAppsSettings.GITHUB_APP,
+    "APPS": CraftAppsSettings.APPS,
+    "LEASE_TTL_SECS": CraftAppsSettings.LEASE_TIMING,
+    "SIGNING_KEY": CraftAppsSettings.SIGNING,
+}
+_REPORTED_WITH_ANOTHER = frozenset(
+    {
+        *CDN_PURGE_KEYS[1:],  # with CDN_PURGE_KIND
+        "PRIVATE_APPS",  # with APPS, whose keys it names
+        "GITHUB_APP_PRIVATE_KEY",  # with GITHUB_APP_ID
+        "GITHUB_APP_INSTALLATION_ID",
+        "LEASE_RETRY_SECS",  # with LEASE_TTL_SECS
+        "SIGNING_KEY_PREVIOUS",  # with SIGNING_KEY
+        "SIGNING_VALIDITY_SECS",
+    }
+)
 
 
 @dataclass(frozen=True)
