@@ -21,6 +21,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+import django
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import LogEntry
@@ -84,6 +85,10 @@ def _wait_line(item: WaitingRelease) -> str:
     return text
 
 
+# A URL typed without a scheme is https (Django 5.0 added the argument; 6.0 made it the default).
+URL_SCHEME: dict[str, Any] = {"assume_scheme": "https"} if django.VERSION >= (5, 0) else {}
+
+
 class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
     """The model's fields, the app key chosen from the configured apps (as a control's,
     ``control_form.app_choices``); the model's validation is the one rule."""
@@ -91,7 +96,7 @@ class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
     notify_url = forms.URLField(
         required=False,
         max_length=500,
-        assume_scheme="https",
+        **URL_SCHEME,
         help_text="guarded: a webhook (Slack-compatible) told when a rollout pauses itself; optional.",
     )
 
