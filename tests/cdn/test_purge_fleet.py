@@ -103,6 +103,14 @@ def test_a_yank_is_purged_once_by_one_host_of_the_fleet(
             )
             yank("v1.3.0")
 
+            # A purge waits until the host's web processes serve the change (none here: the 2 s
+            # fallback), so wait for the edge's requests, then for each host's line.
+            until(
+                lambda: edge.got(STABLE).is_set() and edge.got(BETA).is_set(),
+                hosts,
+                "the edge got both purges",
+            )
+
             def both_decided() -> bool:
                 return all("dropped /v1/" in h.output() or "fleet purges /v1/" in h.output() for h in hosts)
 
