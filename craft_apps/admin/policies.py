@@ -89,6 +89,19 @@ def _wait_line(item: WaitingRelease) -> str:
 URL_SCHEME: dict[str, Any] = {"assume_scheme": "https"} if django.VERSION >= (5, 0) else {}
 
 
+# The fields an operator types, in the form and on the admin page.
+EDITABLE = (
+    "app_key",
+    "channel",
+    "policy",
+    "schedule",
+    "min_installs",
+    "max_failing_percent",
+    "notify_url",
+    "reason",
+)
+
+
 class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
     """The model's fields, the app key chosen from the configured apps (as a control's,
     ``control_form.app_choices``); the model's validation is the one rule."""
@@ -102,16 +115,7 @@ class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
 
     class Meta:
         model = ReleasePolicy
-        fields = (
-            "app_key",
-            "channel",
-            "policy",
-            "schedule",
-            "min_installs",
-            "max_failing_percent",
-            "notify_url",
-            "reason",
-        )
+        fields = EDITABLE
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -121,13 +125,16 @@ class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
             if name in self.fields:
                 self.fields[name].required = False
 
+    def _or_default(self, name: str) -> Any:
+        """The value typed for ``name``, or the model's default when left out."""
+        found = self.cleaned_data.get(name)
+        return getattr(ReleasePolicy(), name) if found is None else found
+
     def clean_min_installs(self) -> Any:
-        found = self.cleaned_data.get("min_installs")
-        return ReleasePolicy().min_installs if found is None else found
+        return self._or_default("min_installs")
 
     def clean_max_failing_percent(self) -> Any:
-        found = self.cleaned_data.get("max_failing_percent")
-        return ReleasePolicy().max_failing_percent if found is None else found
+        return self._or_default("max_failing_percent")
 
 
 @admin.register(ReleasePolicy)
@@ -145,18 +152,7 @@ class ReleasePolicyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     )
     list_filter = ("policy", "channel")
     search_fields = ("app_key", "reason")
-    fields = (
-        "app_key",
-        "channel",
-        "policy",
-        "schedule",
-        "min_installs",
-        "max_failing_percent",
-        "notify_url",
-        "reason",
-        "effective_from",
-        "approved",
-    )
+    fields = (*EDITABLE, "effective_from", "approved")
     readonly_fields = ("effective_from", "approved", "waiting", "changed_by", "updated_at")
     actions = ("approve", "approve_staged", "take_over", "resume_guarded")
 
