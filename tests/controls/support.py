@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from craft_apps.content.models import ReleaseControl
 from craft_apps.fleet.store import SharedStore
@@ -29,6 +30,7 @@ from craft_apps.kernel.clock import Clock
 from craft_apps.kernel.controls import HOLD, ROLLOUT, YANK
 from craft_apps.kernel.domain import AppSpec
 from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.content.workers_support import Workers
 from tests.support import PHOTOCRAFT, RELEASE_INFO_URL, S, release
@@ -173,3 +175,21 @@ def admin_session(site: Workers) -> requests.Session:
     done = session.post(login, data={**form, "next": "/admin/"}, timeout=5, allow_redirects=False)
     require(done.status_code == 302, f"logged in: {done.status_code}")
     return session
+
+
+def answer(client: Client, query: str = "") -> Served:
+    """What ``release_info`` (with ``query``) serves through Django's client."""
+    response = client.get(RELEASE_INFO_URL + query)
+    assert response.status_code == 200
+    return served(response.content)
+
+
+def yank_serves_the_one_before(client: Client, clock: FakeClock) -> None:
+    """Yanks v1.3.0; stable and beta serve v1.2.0 and never name v1.3.0, over 90 s."""
+    yank("v1.3.0")
+    for _ in range(3):
+        for query in ("", "?channel=beta"):
+            yanked = answer(client, query)
+            assert (yanked.fetched, yanked.latest) == (True, "v1.2.0"), query
+            assert not yanked.mentions("v1.3.0"), query
+        clock.advance(30)
