@@ -47,6 +47,17 @@ def until_status(url: str, wanted: int, log: Path) -> None:
         time.sleep(0.1)  # another process's progress, not a timer under test
 
 
+def until_logged(log: Path, lines: list[str]) -> None:
+    """Until ``log`` holds each of ``lines``: supervisord writes them when a program is RUNNING."""
+    deadline = time.monotonic() + STARTS_WITHIN_S
+    while True:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if all(line in text for line in lines):
+            return
+        assert time.monotonic() < deadline, text[-2000:]
+        time.sleep(0.1)  # another process's progress, not a timer under test
+
+
 def test_the_example_names_its_placeholders_and_runs_both_programs():
     text = CONF.read_text()
     assert set(PLACEHOLDER.findall(text)) == {
@@ -112,6 +123,9 @@ def test_supervisord_runs_the_sites_web_workers_and_poller(tmp_path: Path):
             # The web workers read the lease the poller holds in the state directory they share.
             until_status(f"{url}/v1/craft_apps/health?rules=poller", 200, supervisor_dir / "poller.log")
             assert "this poller is active" in (supervisor_dir / "poller.log").read_text()
+            # A program is RUNNING once it has stayed up for its startsecs: supervisord logs when.
+            running_lines = [f"success: {name} entered RUNNING state" for name in PROGRAMS]
+            until_logged(supervisor_dir / "supervisord.log", running_lines)
             status = subprocess.run([*ctl, "status"], env=env, capture_output=True, text=True, timeout=20)
             running = [line.split()[:2] for line in status.stdout.splitlines()]
             assert sorted(running) == sorted([name, "RUNNING"] for name in PROGRAMS), status.stdout
