@@ -13,9 +13,14 @@ Four figures:
 - **memory**: Redis's ``MEMORY USAGE`` of one release's keys (counters, HyperLogLogs, the day's
   counter) and of the first-outcome marks per install, after the rate run;
 - **abuse**: ``--flood`` forged ``failed`` reports from ``--flood-installs`` install ids, from
-  ``--flood-addresses`` client addresses, at one host: ``release_info``'s latency during the
-  flood against before it, the web processes' resident memory before and after, and the reports
-  left out by reason as the metrics count them.
+  ``--flood-addresses`` client addresses, at one host: ``release_info`` against the bare view
+  while the flood runs (taking turns, as in the endpoint part; the pairs that ended before the
+  flood did), ``release_info``'s latency during the flood against before it, the web processes'
+  resident memory before and after, and the reports left out by reason as the metrics count
+  them;
+- **refusal**: the web processes' CPU time per report refused by the per-address limit (one
+  address, new installs) and by the per-install limit (one install, many addresses), against
+  per answer of the bare view.
 """
 
 from __future__ import annotations
@@ -120,10 +125,15 @@ class ReportsReport:
     flood_seconds: float
     before_flood: LoadResult
     during_flood: LoadResult
+    bare_during_flood: LoadResult
+    flood_ratio_to_bare: float
+    flood_pairs: int  # release_info and bare view turns that ended while the flood ran
     rss_kib_before: int
     rss_kib_after: int
     not_counted: dict[str, float]
     answers: dict[str, float]
+    refused_cpu_us: dict[str, float]  # per refused report, by limit; "bare": per bare answer
+    refused_share: dict[str, float]  # the share of each phase's reports its limit left out
 
 
 def report_body(install_id: str, outcome: str = "installed", version: str = VERSION) -> bytes:
@@ -424,25 +434,38 @@ def flood_bodies(options: ReportsOptions) -> Iterator[tuple[bytes, str]]:
         yield report_body(installs[i % len(installs)], "failed"), source
 
 
-def flood_process(url: str, options: ReportsOptions, answers: Any) -> None:
-    """The flood, in its own process: puts its answers by status and its seconds on ``answers``."""
+def flood_process(url: str, options: ReportsOptions, done: Any, answers: Any) -> None:
+    """Post the flood to ``url``; set ``done``, then put its statuses and seconds on ``answers``."""
     sent = post_all(url, flood_bodies(options), options.senders)
+    done.set()
     answers.put((dict(sent.statuses), sent.seconds))
 
 
+def turns_during(flooding: Any, ours_url: str, bare_url: str, each: float, tool: str) -> list[LoadResult]:
+    """Load both URLs in turns while ``flooding()``; return the pairs done meanwhile (one at least)."""
+    found: list[LoadResult] = []
+    while not found or flooding():
+        pair = [run_load(url, connections=4, seconds=each, tool=tool) for url in (ours_url, bare_url)]
+        if flooding() or not found:
+            found.extend(pair)
+    return found
+
+
 def abuse_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[str, Any]:
-    ours_url = f"{url}/{ENDPOINT_PATH}"
+    ours_url, bare_url = f"{url}/{ENDPOINT_PATH}", f"{url}/{bare_path()}"
     seconds = max(1.0, options.seconds / 2)
     before = run_load(ours_url, connections=4, seconds=seconds, tool=tool)
     rss_before = rss_kib(pid)
     # The flood from a process of its own: its senders and the load's don't share one GIL.
     context = multiprocessing.get_context("spawn")
     answers: multiprocessing.Queue[tuple[dict[int, int], float]] = context.Queue()
-    sender = context.Process(target=flood_process, args=(f"{url}/{REPORTS_PATH}", options, answers))
+    done = context.Event()
+    sender = context.Process(target=flood_process, args=(f"{url}/{REPORTS_PATH}", options, done, answers))
     sender.start()
-    during = run_load(ours_url, connections=4, seconds=seconds, tool=tool)
+    turns = turns_during(lambda: not done.is_set(), ours_url, bare_url, max(1.0, seconds / ROUNDS), tool)
     statuses, flood_s = answers.get(timeout=FLOOD_TIMEOUT_S)
     sender.join()
+    during, bare = merge_results(turns[::2]), merge_results(turns[1::2])
     accepted = scrape(url).get("craft_apps_report_answers_total", {}).get("202", 0.0)
     metrics = accounted(url, int(accepted))
     return {
@@ -450,11 +473,53 @@ def abuse_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[st
         "flood_seconds": round(flood_s, 2),
         "before_flood": before,
         "during_flood": during,
+        "bare_during_flood": bare,
+        "flood_ratio_to_bare": round(during.rps / bare.rps, 3) if bare.rps else 0.0,
+        "flood_pairs": len(turns) // 2,
         "rss_kib_before": rss_before,
         "rss_kib_after": rss_kib(pid),
         "not_counted": metrics.get("craft_apps_reports_not_counted_total", {}),
         "answers": metrics.get("craft_apps_report_answers_total", {}),
     }
+
+
+def over_address_limit() -> Iterator[tuple[bytes, str]]:
+    """Yield new installs' reports from one address (past its burst, the address limit refuses them)."""
+    return ((report_body(str(uuid.uuid4()), "failed"), "127.0.0.1") for _ in itertools.count())
+
+
+def over_install_limit() -> Iterator[tuple[bytes, str]]:
+    """Yield one install's reports from many addresses (past its burst, the install limit refuses them)."""
+    install = str(uuid.uuid4())
+    return ((report_body(install, "failed"), address(i % 5_000)) for i in itertools.count())
+
+
+def cpu_per_refusal(
+    options: ReportsOptions, url: str, pid: int, bodies: Iterator[tuple[bytes, str]], reason: str
+) -> tuple[float, float]:
+    """Post ``bodies`` for a while; return the web CPU µs per report and the share ``reason`` left out."""
+    left_out = scrape(url).get("craft_apps_reports_not_counted_total", {}).get(reason, 0.0)
+    cpu = cpu_seconds(pid)
+    sent = post_all(f"{url}/{REPORTS_PATH}", bodies, options.senders, max(1.0, options.seconds / 2))
+    cpu = cpu_seconds(pid) - cpu
+    posted = sum(sent.statuses.values())
+    metrics = scrape(url)  # a refusal is counted before its answer
+    refused = metrics.get("craft_apps_reports_not_counted_total", {}).get(reason, 0.0) - left_out
+    return round(cpu * 1e6 / posted, 1) if posted else 0.0, round(refused / posted, 3) if posted else 0.0
+
+
+def refusal_run(options: ReportsOptions, url: str, pid: int, tool: str) -> dict[str, Any]:
+    """Measure the web processes' CPU per refused report, by limit, and per bare view answer."""
+    cpu_us, share = {}, {}
+    for reason, bodies in (("address_rate", over_address_limit()), ("install_rate", over_install_limit())):
+        cpu_us[reason], share[reason] = cpu_per_refusal(options, url, pid, bodies, reason)
+    cpu = cpu_seconds(pid)
+    bare = run_load(
+        f"{url}/{bare_path()}", connections=options.senders, seconds=max(1.0, options.seconds / 2), tool=tool
+    )
+    cpu = cpu_seconds(pid) - cpu
+    cpu_us["bare"] = round(cpu * 1e6 / bare.requests, 1) if bare.requests else 0.0
+    return {"refused_cpu_us": cpu_us, "refused_share": share}
 
 
 def run_reports_benchmark(options: ReportsOptions) -> ReportsReport:
@@ -466,7 +531,8 @@ def run_reports_benchmark(options: ReportsOptions) -> ReportsReport:
         rate = rate_run(options, url, pid, client)
         endpoint = endpoint_run(options, url, pid, tool)
         abuse = abuse_run(options, url, pid, tool)
-    return ReportsReport(options=options, loadgen=tool, **rate, **endpoint, **abuse)
+        refusal = refusal_run(options, url, pid, tool)
+    return ReportsReport(options=options, loadgen=tool, **rate, **endpoint, **abuse, **refusal)
 
 
 def _ms(value: float | None) -> str:
@@ -480,6 +546,10 @@ def _pair(first: float | None, second: float | None, unit: str = "") -> str:
 def markdown(report: ReportsReport) -> str:
     o, r = report.options, report
     left_out = ", ".join(f"{k}: {v:g}" for k, v in sorted(r.not_counted.items())) or "none"
+    cpu, share = r.refused_cpu_us, r.refused_share
+    refused = " / ".join(
+        f"{cpu.get(k, 0):g} µs ({share.get(k, 0):.0%} refused)" for k in ("address_rate", "install_rate")
+    )
     rows = [
         [
             "reports accepted (202) per second",
@@ -497,8 +567,15 @@ def markdown(report: ReportsReport) -> str:
         ["flood answers by status", ", ".join(f"{k}: {v}" for k, v in r.flood_sent.items())],
         ["release_info p50 / p99 ms before the flood", _pair(r.before_flood.p50_ms, r.before_flood.p99_ms)],
         ["release_info p50 / p99 ms during the flood", _pair(r.during_flood.p50_ms, r.during_flood.p99_ms)],
+        [
+            "release_info / bare view req/s during the flood",
+            f"{r.during_flood.rps:.0f} / {r.bare_during_flood.rps:.0f} ({r.flood_pairs} turns each)",
+        ],
+        ["ratio to the bare view during the flood (target >= 0.95)", f"{r.flood_ratio_to_bare:.3f}"],
         ["web processes' RSS before / after, MiB", _pair(r.rss_kib_before / 1024, r.rss_kib_after / 1024)],
         ["left out, by reason (metrics)", left_out],
+        ["web CPU per report refused by the address / install limit", refused],
+        ["web CPU per bare view answer", f"{r.refused_cpu_us.get('bare', 0):g} µs"],
     ]
     head = (
         f"gunicorn, {o.workers} workers, {report.loadgen} load with {o.connections} connections; "

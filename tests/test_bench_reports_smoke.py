@@ -45,3 +45,8 @@ def test_the_reports_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: P
     assert figures["flood_sent"] == {"202": 600}, "a forged flood is answered, never refused or failed"
     assert figures["not_counted"].get("address_rate", 0) > 0, "one address's flood is bounded and counted"
     assert figures["rss_kib_before"] > 0 and figures["rss_kib_after"] > 0
+    assert figures["flood_pairs"] >= 1 and figures["bare_during_flood"]["requests"] > 0
+    assert figures["flood_ratio_to_bare"] > 0
+    cpu, share = figures["refused_cpu_us"], figures["refused_share"]
+    assert cpu["address_rate"] > 0 and cpu["install_rate"] > 0 and cpu["bare"] > 0, cpu
+    assert share["address_rate"] > 0 and share["install_rate"] > 0, "each limit refused some"
