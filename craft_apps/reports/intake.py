@@ -49,20 +49,22 @@ class Intake:
         self._lock = threading.Lock()
 
     def offer(self, report: Report, address: str) -> None:
-        """Queues ``report`` unless a rate limit or a full queue leaves it out; never waits."""
-        if self._key is None:
-            self._key = deployment_key()
-        counted = Counted(
-            report.app,
-            report.version,
-            report.outcome,
-            install_digest(self._key, report),
-            release_digest(self._key, report),
-        )
-        refusal = self.limits.refusal(counted.install, address)
+        """Queue ``report`` unless a limit (the address's first: then no hash) or a full queue refuses it."""
+        key = self._key
+        if key is None:
+            key = self._key = deployment_key()
+        install = ""
+
+        def hashed() -> str:
+            nonlocal install
+            install = install_digest(key, report)
+            return install
+
+        refusal = self.limits.refusal(address, hashed)
         if refusal is not None:
             meters.not_counted(refusal, "a client sent more reports than its rate limit")
             return
+        counted = Counted(report.app, report.version, report.outcome, install, release_digest(key, report))
         try:
             self.queue.put_nowait(counted)
         except queue.Full:

@@ -66,10 +66,11 @@ class RateLimits:
         self.installs = TokenBuckets(per_install, monotonic, max_keys)
         self.addresses = TokenBuckets(per_address, monotonic, max_keys)
 
-    def refusal(self, install: str, address: str) -> str | None:
-        """Why this report is over a limit (``INSTALL_RATE``, ``ADDRESS_RATE``), or None."""
+    def refusal(self, address: str, install: Callable[[], str]) -> str | None:
+        """Take a token for ``address``, then for ``install()`` (its hash, made only then); return
+        the limit that refused (``ADDRESS_RATE``, ``INSTALL_RATE``) or None."""
         if not self.addresses.take(address):
             return ADDRESS_RATE
-        if not self.installs.take(install):
+        if not self.installs.take(install()):
             return INSTALL_RATE
         return None

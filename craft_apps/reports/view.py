@@ -7,9 +7,10 @@ over 4 KiB 413; another method 405. It never waits on Redis or on a file. See do
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from craft_apps.conf import app_settings
@@ -56,7 +57,8 @@ def _body(request: HttpRequest) -> bytes | None:
 
 
 def _answer(status: int, data: dict[str, Any]) -> HttpResponse:
+    """Count the answer; return ``data`` as JSON (``JsonResponse``'s bytes, made for less)."""
     meters.answered(status)
-    response = JsonResponse(data, status=status)
+    response = HttpResponse(json.dumps(data), content_type="application/json", status=status)
     response["Cache-Control"] = NOT_CACHEABLE
     return response
