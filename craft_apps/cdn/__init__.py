@@ -8,6 +8,8 @@
 - ``jobs``: the few threads the purge requests are sent on, side by side.
 - ``readiness``: when a change may be purged: once every web process of the host says it
   serves it (``content.served_versions``), at most 2 s after it was seen.
+- ``fleet_serving``: the lowest version each host serves, shared through Redis, so the purge
+  waits for the other hosts too.
 - ``wiring``: that thread made from the settings, reading the answers through a runtime.
 
 It reads the answers as a web process makes them (``api.runtime``), so it sits above the HTTP

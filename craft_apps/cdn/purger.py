@@ -78,9 +78,11 @@ class Purger:
         stop: threading.Event | None = None,  # the event ``clock.sleep`` wakes on, if any
         version: Callable[[], int | None] = lambda: None,
         served: Callable[[int], Sequence[ServedReport]] | None = None,
+        beat: Callable[[int], None] = lambda now_ms: None,
     ) -> None:
         self.target = target
         self._answers = answers  # path -> ETag of each cacheable answer
+        self._beat = beat  # told the time on each look: shares what this host serves
         self._version = version  # the notices version the answers were made with
         # What the host's web processes say they serve (None: no reports, a fixed settle).
         self._gate = None if served is None else Gate(served, clock, retry.settle_s, self._settled)
@@ -169,7 +171,7 @@ class Purger:
         if outcome is Readiness.READY:
             if self._unconfirmed:
                 logger.info(
-                    "Craft apps CDN purge: every web process of this host says it serves each change again."
+                    "Craft apps CDN purge: every web process and other host says it serves each change again."
                 )
             self._unconfirmed = False
             return
@@ -177,12 +179,18 @@ class Purger:
         if not self._unconfirmed:
             logger.warning(
                 "Craft apps CDN purge: %s %g s after the change; purging all the same.",
-                f"{lagging} of {live} web processes of this host didn't serve it yet"
+                f"{lagging} of {live} web processes and other hosts didn't serve it yet"
                 if live
                 else "no web process of this host said which version it serves",
                 self._retry.settle_s,
             )
         self._unconfirmed = True
+
+    def _share(self) -> None:
+        try:
+            self._beat(self._clock.now_ms())
+        except Exception as err:  # reads report files and asks Redis: never fatal
+            logger.debug("Craft apps CDN purge: can't share what this host serves: %s", one_line(err, 200))
 
     def _taken_over(self, request: PurgeRequest, number: int) -> bool:
         """Whether a newer change's job sends ``request`` too: this one's retries aren't needed."""
@@ -232,6 +240,7 @@ class Purger:
 
         def run() -> None:
             while not self.stop_event.is_set():
+                self._share()
                 self.look()
                 if not self._clock.sleep(look_s):
                     return

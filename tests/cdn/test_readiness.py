@@ -164,9 +164,9 @@ def test_a_process_that_never_catches_up_is_waited_for_at_most_the_settle_said_o
     assert len(edge.sent) == 3
     lines = [r.getMessage() for r in caplog.records if "web process" in r.getMessage()]
     assert lines == [
-        "Craft apps CDN purge: 2 of 2 web processes of this host didn't serve it yet 2 s after "
+        "Craft apps CDN purge: 2 of 2 web processes and other hosts didn't serve it yet 2 s after "
         "the change; purging all the same.",
-        "Craft apps CDN purge: every web process of this host says it serves each change again.",
+        "Craft apps CDN purge: every web process and other host says it serves each change again.",
     ]
     assert sum(update.purges.get("unconfirmed", 0) for update in host.counted) == 2
 
