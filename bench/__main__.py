@@ -26,6 +26,7 @@ from bench.fleet import FleetOptions
 from bench.footprint import FootprintOptions
 from bench.launcher import LauncherOptions
 from bench.report import machine, read_json_output, rewrite_figures
+from bench.reports import ReportsOptions
 from bench.summary import figures_markdown
 from craft_apps.kernel.compat import UTC
 
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     fleet, endpoint, footprint = FleetOptions(), EndpointOptions(), FootprintOptions()
-    launcher = LauncherOptions()
+    launcher, reports = LauncherOptions(), ReportsOptions()
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     group = parser.add_argument_group("fleet")
     group.add_argument("--hosts", type=int, default=fleet.hosts)
@@ -65,6 +66,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     group.add_argument("--idle-ticks", type=int, default=footprint.idle_ticks)
     group.add_argument("--health-check-ticks", type=int, default=footprint.health_check_ticks)
     group.add_argument("--health-check-scale", type=float, default=footprint.health_check_scale)
+    group = parser.add_argument_group("reports (--seconds and --loadgen as the endpoint's)")
+    group.add_argument("--reports", type=int, default=reports.reports)
+    group.add_argument("--reports-steady-rate", type=float, default=reports.steady_rate)
+    group.add_argument("--reports-flood", type=int, default=reports.flood)
+    group.add_argument("--reports-flood-installs", type=int, default=reports.flood_installs)
     group = parser.add_argument_group("output")
     group.add_argument("--docs", type=Path, help="rewrite the figures in this file (docs/benchmarks.md)")
     group.add_argument("--json", type=Path, help="write every figure here")
@@ -92,6 +98,11 @@ def _commands(args: argparse.Namespace) -> dict[str, list[str]]:
             "--rounds", str(args.rounds), "--idle-ticks", str(args.idle_ticks),
             "--health-check-ticks", str(args.health_check_ticks),
             "--health-check-scale", f"{args.health_check_scale:g}",
+        ],
+        "reports": [
+            "--seconds", f"{args.seconds:g}", "--loadgen", args.loadgen, "--reports", str(args.reports),
+            "--steady-rate", f"{args.reports_steady_rate:g}", "--flood", str(args.reports_flood),
+            "--flood-installs", str(args.reports_flood_installs),
         ],
     }  # fmt: skip
 

@@ -13,6 +13,7 @@ from typing import Any
 from bench.endpoint import CONTROLS_TARGET, RATIO_TARGET, SIGNED_PATHS
 from bench.launcher import RELEASE_TARGET_SHARE, UNCHANGED_TARGET_BYTES
 from bench.report import machine_line, markdown_table
+from bench.reports import RATIO_TARGET as REPORTS_RATIO_TARGET
 from craft_apps.fleet.options import HEALTH_CHECK_INTERVAL_SECS
 
 Figures = dict[str, Any]
@@ -24,6 +25,7 @@ TITLES = {
     "endpoint": "Endpoint under load",
     "launcher": "What a launcher pays per poll",
     "footprint": "Poller footprint",
+    "reports": "Install reports",
 }
 
 
@@ -39,6 +41,7 @@ def figures_markdown(
         "endpoint": endpoint_table,
         "launcher": launcher_table,
         "footprint": footprint_table,
+        "reports": reports_table,
     }
     parts = [f"Made by `bash .ci/bench` on {stamp}, on {machine_line(machine)}."]
     for name, (command, elapsed) in runs.items():
@@ -267,3 +270,23 @@ def footprint_table(figures: Figures) -> Table:
         ("warnings logged", _warnings(figures), "none"),
     ]  # fmt: skip
     return ["figure", "measured", "target"], rows, ""
+
+
+def reports_table(figures: Figures) -> Table:
+    """Return the install reports' figures in one row: rate, ratios to the bare view, cost, Redis."""
+    cpu, options = figures["refused_cpu_us"], figures["options"]
+    row: Row = (
+        f"{figures['accepted_per_s_per_worker']:,.0f} (p50 {figures['post_p50_ms']:.1f} ms)",
+        f"{figures['ratio_to_bare']:.3f}",
+        f"{figures['flood_ratio_to_bare']:.3f} ({options['flood']:,} from {options['flood_installs']:,} ids)",
+        f"{cpu['address_rate']:,.0f} / {cpu['bare']:,.0f} µs",
+        f"{figures['release_bytes'] / 1000:,.1f} KB; {figures['mark_bytes_per_install']:,.0f} B",
+    )
+    header = [
+        "reports/s a worker",
+        "release_info / bare view, reports arriving",
+        "the same, during a flood",
+        "web CPU: a refused report / a bare answer",
+        "Redis: a release; an install",
+    ]
+    return header, [row], f"Target: both ratios at least {REPORTS_RATIO_TARGET}."

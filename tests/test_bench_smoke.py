@@ -51,6 +51,8 @@ TINY = [
     "--seconds", "1", "--connections", "4", "--signing", "--controls",
     "--launcher-hours", "1", "--launcher-releases", "2",
     "--rounds", "20", "--idle-ticks", "10", "--health-check-ticks", "3", "--health-check-scale", "0.001",
+    "--reports", "200", "--reports-steady-rate", "20",
+    "--reports-flood", "600", "--reports-flood-installs", "60",
 ]  # fmt: skip
 
 
@@ -67,7 +69,7 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     figures = json.loads(figures_file.read_text())
@@ -147,10 +149,20 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     assert footprint["look_round_trips"] == 1 and footprint["look_bytes"] < 100
     assert footprint["rss_end_kib"] > 10_000
 
+    reports = figures["reports"]
+    assert reports["flood_sent"] == {"202": 600} and reports["flood_ratio_to_bare"] > 0
+    assert reports["ratio_to_bare"] > 0 and reports["refused_cpu_us"]["address_rate"] > 0
+
     text = docs.read_text()
     figures_part = text[text.index(FIGURES_START) : text.index(FIGURES_END)]
     assert "Made by `bash .ci/bench` on " in figures_part and " cores (" in figures_part, "the machine"
-    titles = ("Fleet simulation", "Endpoint under load", "What a launcher pays per poll", "Poller footprint")
+    titles = (
+        "Fleet simulation",
+        "Endpoint under load",
+        "What a launcher pays per poll",
+        "Poller footprint",
+        "Install reports",
+    )
     sections = figures_part.split("\n### ")[1:]
     assert [section.split("\n")[0] for section in sections] == list(titles)
     for section in sections:  # one table each, under the command that made it and its date
@@ -170,7 +182,8 @@ def test_every_benchmark_runs_at_a_tiny_size_with_sane_figures(tmp_path: Path):
     assert "Answers encoded per state version: stable 1.00, beta 1.00." in figures_part
     assert text.startswith("# Benchmarks") and "## What is measured, and how" in text, "the rest is kept"
     assert "## Latest fixes (issue 38)" in text
-    assert len(text.split()) <= 2500, "the page stays short: one table per benchmark"
+    assert sections[4].count("\n| ") == 2, "the install reports: a header and one row"
+    assert len(text.split()) <= 2600, "the page stays short: one table per benchmark"
 
 
 def endpoint_ratios(section: str) -> dict[str, float]:
