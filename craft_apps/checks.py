@@ -182,6 +182,13 @@ CHECKS: dict[str, Check] = {
         "{purge_url_setting} is {value!r}, which has no '{{path}}'; nothing is purged.",
         "Write where each path goes, e.g. 'http://127.0.0.1:6081{{path}}' for a Varnish on this host.",
     ),
+    "cdn_purge_backend": Check(
+        "craft_apps.E153",
+        "{purge_kind_setting} is {value!r}, which names no purge backend class ({reason}); "
+        "nothing is purged.",
+        "Use 'http', 'cloudflare' or the dotted path of a craft_apps.cdn.backends.base.PurgeBackend "
+        "subclass (docs/cdn.md, 'Another CDN').",
+    ),
     "private_app_unknown": Check(
         "craft_apps.W161",
         "{private_setting} names {keys}, which {apps_setting} does not list; ignored.",

@@ -9,6 +9,7 @@ crashes anything: it is replaced by the default (or raised to its minimum) and n
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
 from craft_apps.kernel.domain import AppSpec, LeaseTiming
 from craft_apps.kernel.signing import (
@@ -42,7 +44,11 @@ DEFAULT_LEASE_TTL_SECS = 30.0
 DEFAULT_LEASE_RETRY_SECS = 2.0
 DEFAULT_CLOUDFLARE_API_URL = "https://api.cloudflare.com/client/v4"
 DEFAULT_CDN_PURGE_TIMEOUT_SECS = 5.0
-CDN_PURGE_KINDS = ("none", "http", "cloudflare")
+# The purge backends by name (docs/cdn.md); ``CDN_PURGE_KIND`` may also be a class's dotted path.
+PURGE_BACKENDS = {
+    "http": "craft_apps.cdn.backends.http.HttpPurge",
+    "cloudflare": "craft_apps.cdn.backends.cloudflare.CloudflarePurge",
+}
 CDN_PURGE_METHODS = ("PURGE", "BAN")
 
 DEFAULT_APPS: tuple[AppSpec, ...] = (
@@ -164,6 +170,16 @@ def _parse_choice(choices: tuple[str, ...], fold: Callable[[str], str]) -> Calla
         return text or choices[0]
 
     return parse
+
+
+def _parse_purge_kind(value: object) -> str:
+    """``none``, a name of ``PURGE_BACKENDS`` (any case) or a dotted path; blank means none."""
+    text = _parse_text(value)
+    if "." in text and all(part.isidentifier() for part in text.split(".")):
+        return text
+    if text.lower() in ("", "none", *PURGE_BACKENDS):
+        return text.lower() or "none"
+    raise ValueError(value)
 
 
 def _parse_purge_url(value: object) -> str | None:
@@ -499,10 +515,11 @@ SETTINGS += (
     Setting(
         "CDN_PURGE_KIND",
         "CRAFT_APPS_CDN_PURGE_KIND",
-        "str: `none`, `http` (Varnish, Fastly, a purge module) or `cloudflare`",
+        "str: `none`, `http` (Varnish, Fastly, a purge module), `cloudflare`, or the dotted path "
+        "of a purge backend class",
         "`none`: no purge, a change reaches launchers behind a CDN when its copy is due",
-        _parse_choice(CDN_PURGE_KINDS, str.lower),
-        "one of " + ", ".join(CDN_PURGE_KINDS),
+        _parse_purge_kind,
+        "none, " + ", ".join(PURGE_BACKENDS) + " or a dotted path",
         _const("none"),
     ),
     Setting(
@@ -910,8 +927,8 @@ class GitHubApp:
 
 @dataclass(frozen=True)
 class PurgeTarget:
-    """Where and how to ask the CDN to drop an answer: ``kind`` ``http`` (``url`` a template with
-    ``{path}``, ``method`` PURGE or BAN) or ``cloudflare`` (``url`` the API's base, ``zone``).
+    """Where and how to ask the CDN to drop an answer: ``kind`` as set (``http``, ``cloudflare``
+    or a dotted path) names the class that makes its requests (``cdn.backends``).
     The token is left out of the repr, so a log line naming the target never holds it."""
 
     kind: str
@@ -923,9 +940,21 @@ class PurgeTarget:
     zone: str | None = None
 
     @property
+    def backend(self) -> str:
+        """The dotted path of the class that makes its requests (``cdn.backends``)."""
+        return PURGE_BACKENDS.get(self.kind, self.kind)
+
+    @property
     def public_host(self) -> str:
         """The host (and port) launchers ask: the ``Host`` a purge by URL names."""
         return self.public_url.split("//", 1)[1].split("/", 1)[0]
+
+
+@functools.cache
+def purge_backend(path: str) -> Any:
+    """An instance of the purge backend class ``path`` names (a ``cdn.backends.base.PurgeBackend``,
+    typed ``Any`` here since the settings sit below the CDN package). Raises ImportError."""
+    return import_string(path)()
 
 
 def purge_target(values: Mapping[str, Any]) -> Resolved[PurgeTarget | None]:
@@ -934,16 +963,16 @@ def purge_target(values: Mapping[str, Any]) -> Resolved[PurgeTarget | None]:
     kind = values["CDN_PURGE_KIND"]
     if kind == "none":
         return Resolved(None)
-    url = values["CDN_PURGE_URL"] or (DEFAULT_CLOUDFLARE_API_URL if kind == "cloudflare" else None)
-    needed = {"CDN_PURGE_URL": url, "CDN_PUBLIC_URL": values["CDN_PUBLIC_URL"]}
-    if kind == "cloudflare":
-        needed.update(CDN_PURGE_TOKEN=values["CDN_PURGE_TOKEN"], CDN_PURGE_ZONE=values["CDN_PURGE_ZONE"])
+    try:
+        backend = purge_backend(PURGE_BACKENDS.get(kind, kind))
+    except Exception as err:  # a dotted path that names no usable class
+        return Resolved(None, [Problem("cdn_purge_backend", {"value": kind, "reason": type(err).__name__})])
+    url = values["CDN_PURGE_URL"] or backend.default_url
+    needed = {key: url if key == "CDN_PURGE_URL" else values[key] for key in backend.needs}
     missing = [key for key, value in needed.items() if value is None]
     if missing:
         details = {"kind": kind, "missing": "; ".join(describe(key) for key in missing)}
         return Resolved(None, [Problem("cdn_purge_incomplete", details)])
-    if kind == "http" and "{path}" not in str(url):
-        return Resolved(None, [Problem("cdn_purge_template", {"value": url})])
     target = PurgeTarget(
         kind,
         str(url),
@@ -953,7 +982,8 @@ def purge_target(values: Mapping[str, Any]) -> Resolved[PurgeTarget | None]:
         token=values["CDN_PURGE_TOKEN"],
         zone=values["CDN_PURGE_ZONE"],
     )
-    return Resolved(target)
+    problem = backend.problem(target)
+    return Resolved(None, [problem]) if problem is not None else Resolved(target)
 
 
 def default_state_dir() -> Path:

@@ -1,6 +1,8 @@
 """Purge on change: the poller holding the lease asks the CDN to drop an answer that changed.
 
-- ``plan``: which URLs changed and the requests that drop them (pure).
+- ``plan``: which URLs changed, and the request that drops one (pure).
+- ``backends``: one class per kind of CDN (HTTP ``PURGE``/``BAN``, Cloudflare), chosen by name
+  or dotted path: the requests that drop the changed URLs, their token, their outcome.
 - ``sender``: one purge request over HTTP, with its timeout; the token is added here only.
 - ``guard``: a Redis key per change, so one poller of the fleet purges it, not every host.
 - ``purger``: the thread that looks at the answers, purges what changed with retries and

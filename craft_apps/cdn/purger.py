@@ -29,9 +29,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import partial
 
+from craft_apps.cdn.backends import requests_for
 from craft_apps.cdn.guard import OnceGuard
 from craft_apps.cdn.jobs import Jobs
-from craft_apps.cdn.plan import PurgeRequest, Refused, changed_paths, requests_for
+from craft_apps.cdn.plan import PurgeRequest, Refused, changed_paths
 from craft_apps.cdn.readiness import Gate, Readiness, Settle
 from craft_apps.conf import PurgeTarget
 from craft_apps.content.served_versions import ServedReport

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import requests
 
+from craft_apps.cdn.backends import backend_named
 from craft_apps.cdn.plan import PurgeRequest, Refused
 from craft_apps.conf import PurgeTarget
-from craft_apps.kernel.text import one_line, url_for_log
+from craft_apps.kernel.text import url_for_log
 
 
 class Sender:
@@ -15,6 +16,7 @@ class Sender:
 
     def __init__(self, target: PurgeTarget, session: requests.Session | None = None) -> None:
         self.target = target
+        self._backend = backend_named(target.backend)
         self._session = session or requests.Session()
         # Off so that ~/.netrc can never add credentials (nor the environment a proxy) to a purge.
         self._session.trust_env = False
@@ -36,7 +38,7 @@ class Sender:
             )
         except requests.RequestException as err:
             return f"{request.method} {url_for_log(request.url)}: {type(err).__name__}"
-        refused = _refusal(self.target, response)
+        refused = self._backend.refusal(response)
         if refused is None:
             return None
         line = f"{request.method} {url_for_log(request.url)}: {refused}"
@@ -45,27 +47,7 @@ class Sender:
 
     def _auth(self) -> dict[str, str]:
         token = self.target.token
-        if token is None:
-            return {}
-        if self.target.kind == "cloudflare":
-            return {"Authorization": f"Bearer {token}"}
-        return {"Fastly-Key": token}
+        return {} if token is None else self._backend.auth(token)
 
     def close(self) -> None:
         self._session.close()
-
-
-def _refusal(target: PurgeTarget, response: requests.Response) -> str | None:
-    """Why the CDN's answer is not a purge done; None when it is."""
-    if not 200 <= response.status_code < 300:
-        return f"HTTP {response.status_code}"
-    if target.kind != "cloudflare":
-        return None
-    try:
-        body = response.json()
-    except ValueError:
-        return "HTTP 200 without a JSON body"
-    if isinstance(body, dict) and body.get("success") is True:
-        return None
-    errors = body.get("errors") if isinstance(body, dict) else None
-    return one_line(f"refused: {errors!r}", 200)

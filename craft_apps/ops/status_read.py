@@ -21,7 +21,7 @@ from django.db import router
 from redis.exceptions import RedisError
 
 from craft_apps.api.answer import build_release_info
-from craft_apps.conf import app_settings
+from craft_apps.conf import app_settings, purge_backend
 from craft_apps.content.channels import read_channel_apps, read_controls
 from craft_apps.content.feed import load_scheduled
 from craft_apps.content.items import MAX_SERVED_PER_KIND
@@ -266,7 +266,7 @@ def read_cdn_purge() -> dict[str, Any]:
         }
     return {
         "kind": target.kind,
-        "method": target.method if target.kind == "http" else "purge by URL",
+        "method": purge_backend(target.backend).method(target),
         "url": url_for_log(target.url.replace("{path}", "/")),
         "token": "set" if target.token is not None else "not set",
         "problem": None,

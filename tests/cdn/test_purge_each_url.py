@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.cdn.plan import RELEASE_INFO, PurgeRequest, requests_for
+from craft_apps.cdn.backends import requests_for
+from craft_apps.cdn.plan import RELEASE_INFO, PurgeRequest
 from craft_apps.cdn.purger import Purger
 from craft_apps.cdn.sender import Sender
 from craft_apps.conf import PurgeTarget, app_settings

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import json
 
-from craft_apps.cdn.plan import (
-    CLOUDFLARE_FILES_PER_CALL,
-    RELEASE_INFO,
-    UPDATER_PREFIX,
-    answer_path,
-    changed_paths,
-    requests_for,
-)
+from craft_apps.cdn.backends import requests_for
+from craft_apps.cdn.backends.cloudflare import FILES_PER_CALL as CLOUDFLARE_FILES_PER_CALL
+from craft_apps.cdn.plan import RELEASE_INFO, UPDATER_PREFIX, answer_path, changed_paths
 from craft_apps.conf import PurgeTarget
 from craft_apps.kernel.domain import Channel
 
