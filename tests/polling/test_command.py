@@ -186,6 +186,12 @@ def test_a_holder_paused_past_its_ttl_has_its_writes_refused_and_steps_down(
     wait_until(lambda: bool(github.requests_for(APPS[0].repo)), 20, "the holder's slow request")
     holder.process.send_signal(signal.SIGSTOP)
     standby = pollers("--no-startup-delay")
+    # Its start-up (Python, Django) is not the bound under test: wait for its first word on the lease.
+    wait_until(
+        lambda: "standing by" in standby.output() or "took over polling" in standby.output(),
+        60,
+        "the standby's start",
+    )
     standby.wait_for("took over polling", timeout=TTL_S + RETRY_S + 5)
     new_fence = lease_row(state_dir)[1]
     holder.process.send_signal(signal.SIGCONT)
