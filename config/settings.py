@@ -50,6 +50,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # Starts each web process's background work (notices, guarded rollouts) when it starts.
+    "craft_apps.api.startup.StartBackground",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -24,6 +24,8 @@ from craft_apps.api.docs_settings import spectacular_settings  # noqa: E402
 INSTALLED_APPS += ["rest_framework", "drf_spectacular", "drf_spectacular_sidecar", "craft_apps"]
 REST_FRAMEWORK = {"DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema"}
 SPECTACULAR_SETTINGS = spectacular_settings()
+# Starts each web process's background work (notices, guarded rollouts) when it starts.
+MIDDLEWARE += ["craft_apps.api.startup.StartBackground"]
 """
 
 URLS_BLOCK = """\
@@ -64,7 +66,8 @@ ADDITIONS = (
         "settings.py",
         SETTINGS_BLOCK,
         re.compile(r"^from craft_apps\.api\.docs_settings import spectacular_settings", re.MULTILINE),
-        "added craft_apps and its API's apps to INSTALLED_APPS, REST_FRAMEWORK, SPECTACULAR_SETTINGS",
+        "added craft_apps and its API's apps to INSTALLED_APPS, REST_FRAMEWORK, SPECTACULAR_SETTINGS,"
+        " MIDDLEWARE",
         "unchanged (it has craft_apps's settings already)",
     ),
     Addition(

@@ -43,7 +43,7 @@ def test_run_twice_it_adds_each_block_once_says_so_and_the_site_passes_its_check
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == [
         "mysite/settings.py: added craft_apps and its API's apps to INSTALLED_APPS, REST_FRAMEWORK,"
-        " SPECTACULAR_SETTINGS",
+        " SPECTACULAR_SETTINGS, MIDDLEWARE",
         "mysite/urls.py: added /v1/craft_apps/ (the endpoint), /api/schema/, /api/docs/ and /api/redoc/",
     ]
     applied = {name: (site / "mysite" / name).read_text() for name in ("settings.py", "urls.py")}
@@ -56,6 +56,7 @@ def test_run_twice_it_adds_each_block_once_says_so_and_the_site_passes_its_check
     ]
     assert {name: (site / "mysite" / name).read_text() for name in applied} == applied
     assert applied["settings.py"].count('"craft_apps"]') == 1
+    assert applied["settings.py"].count("craft_apps.api.startup.StartBackground") == 1
 
     check = run([sys.executable, "manage.py", "check"], site)
     assert check.returncode == 0, check.stdout + check.stderr

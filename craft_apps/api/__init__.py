@@ -18,7 +18,8 @@ DRF faces of the plain views (health, metrics, the webhook); ``docs_settings`` t
 docs' drf-spectacular settings a site imports. GitHub: ``webhook`` its deliveries, ``refresh``
 the marks a delivery (and ``craft_apps_refresh``) writes.
 ``runtime`` holds what one web process keeps between requests (the clock, one store per state
-directory, the caches, the notices feed): every view asks it.
+directory, the caches, the notices feed): every view asks it; ``startup`` the middleware that
+starts its background work when the process starts.
 
 What it reads: the host's state file (every GET; at most once per 0.1 s for the endpoint) and
 the renames and notices in the site's database (``craft_apps.content.feed``, in a background

@@ -70,9 +70,10 @@ class Runtime:
             self.feed.controls_changed_ms,
         )
         self.pages = PageCache()
-        # The guarded policies' watch (api.guard_watch): started in each process by the first
-        # call of ``runtime()`` (an answer, a probe, the admin), then once a second
-        # whether or not requests come; not by a runtime ``use`` puts in place.
+        # The guarded policies' watch (api.guard_watch): started in each web process when it
+        # starts (``start_background``, from ``api.startup``), else by the first call of
+        # ``runtime()`` (an answer, a probe, the admin), then once a second whether or not
+        # requests come; not by a runtime ``use`` puts in place.
         self.guard = GuardWatch(
             self.answers.snapshot, self.feed.channel_apps, self.feed.controls, self.clock.now_ms
         )
@@ -143,6 +144,13 @@ def runtime() -> Runtime:
     if current.watch_guard:
         current.guard.start()  # a cheap check once started
     return current
+
+
+def start_background() -> None:
+    """Start this process's notices beat and guarded rollouts' watch now; wait for neither."""
+    current = runtime()  # starts the watch
+    if current.watch_guard and current.feed.pacer is not None:
+        current.feed.pacer.start()
 
 
 def reset() -> None:

@@ -183,10 +183,11 @@ class NoticesFeed:
         self._monotonic = monotonic
         self._clock: Clock = clock or SystemClock()
         self._runner: Runner = runner or BackgroundLooker()
-        # The beat: a look every ``recheck_s`` whether or not requests come (None: the looks
-        # are started by the calls alone, as tests on fake time want).
+        # The beat: a look every ``recheck_s`` whether or not requests come, started by the
+        # first ``current`` or at the process's start (``api.startup``) (None: the looks are
+        # started by the calls alone, as tests on fake time want).
         paced = runner is None if pace is None else pace
-        self._pacer = Pacer(self._beat, recheck_s / BEATS_PER_RECHECK) if paced else None
+        self.pacer = Pacer(self._beat, recheck_s / BEATS_PER_RECHECK) if paced else None
         # After each look that read the database, which version it serves, for the CDN purge
         # (None: when paced, as a web process's feed is; the purge thread's own says False).
         reports = paced if report_served is None else report_served
@@ -215,8 +216,8 @@ class NoticesFeed:
 
     def close(self) -> None:
         """Ends the beat and the looker thread this feed started, if any."""
-        if self._pacer is not None:
-            self._pacer.stop()
+        if self.pacer is not None:
+            self.pacer.stop()
         if isinstance(self._runner, BackgroundLooker):
             self._runner.stop()
 
@@ -231,8 +232,8 @@ class NoticesFeed:
     def current(self) -> Notices:
         """The notices to serve now. Never raises, never waits on the database (but for a
         process's first look, at most ``first_look_wait_s`` in all)."""
-        if self._pacer is not None:
-            self._pacer.start()
+        if self.pacer is not None:
+            self.pacer.start()
         if self._monotonic() >= self._next_look or self._pid != os.getpid():
             self._start_look()
         if self._scheduled is None and self._wait_until is not None:
@@ -276,10 +277,10 @@ class NoticesFeed:
         releases they apply to (``polling.controls_relay``). A request never opens the file."""
         if not self._controls_read:
             kept = self._kept_controls()
-            if self._pacer is None:
+            if self.pacer is None:
                 self._take_kept(self._generation)  # no beat: the caller is the background
             elif kept is not None and kept.changed():
-                self._pacer.wake_and_wait(self.first_look_wait_s)
+                self.pacer.wake_and_wait(self.first_look_wait_s)
         return self._controls
 
     def _take_kept(self, generation: int) -> None:

@@ -1,13 +1,17 @@
-"""The guarded rollouts' watch (``api.guard_watch``) runs whether or not requests come: the first
-``runtime()`` of a process starts it (no answer needed), its rounds go on with no request, a
-forked child starts its own, and ``quiet`` ends it."""
+"""The guarded rollouts' watch (``api.guard_watch``) runs whether or not requests come: the
+middleware ``api.startup`` starts it and the notices' beat when a server builds its handler,
+else the first ``runtime()`` of a process does (no answer needed), its rounds go on with no
+request, a forked child starts its own, and ``quiet`` ends it."""
 
 from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
+from django.test import Client
 
 from craft_apps.api import runtime
 from craft_apps.api.guard_watch import GuardWatch
@@ -73,3 +77,25 @@ def test_the_process_runtime_starts_it_at_its_first_call_and_quiet_ends_it():
         runtime.runtime()
         assert web.guard.running(), "the next request starts it again"
     assert not web.guard.running(), "closed with its runtime"
+
+
+START = "craft_apps.api.startup.StartBackground"
+
+
+def test_building_a_handler_starts_the_watch_and_the_beat_with_no_request(settings: Any):
+    settings.MIDDLEWARE = [START]
+    looked = threading.Event()
+    feed = NoticesFeed(runner=lambda look: looked.set(), pace=True)
+    with use(Runtime(feed=feed, watch_guard=True)) as web:
+        WSGIHandler()  # what a server does when it starts
+        assert web.guard.running(), "the watch, with no request"
+        assert looked.wait(10), "the beat's first look, with no request"
+
+
+def test_the_middleware_leaves_the_chain_and_the_answers_as_they_are(settings: Any):
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, START]
+    feed = NoticesFeed(runner=lambda look: None, pace=False)
+    with use(Runtime(feed=feed, watch_guard=True)) as web:
+        answer = Client().get("/v1/craft_apps/reports")
+        assert answer.status_code == 405 and answer["Allow"] == "POST"
+        assert web.guard.running()

@@ -36,7 +36,7 @@ def test_an_idle_process_looks_again_within_a_quarter_of_a_second_of_the_look_be
         keep_controls=False,
         report_served=False,
     )
-    pacer = feed._pacer
+    pacer = feed.pacer
     assert pacer is not None
     first = monotonic.now
     for beat in range(round(6 / pacer.period_s)):  # six seconds of beats, no request

@@ -59,13 +59,17 @@ def until_mark(condition: Callable[[Mark], bool], what: str, timeout: float = 30
 
 @contextmanager
 def fleet(
-    tmp_path: Path, github: FakeGitHub, database: dict[str, str], redis_url: str
+    tmp_path: Path,
+    github: FakeGitHub,
+    database: dict[str, str],
+    redis_url: str,
+    names: tuple[str, ...] = ("host-a", "host-b"),
 ) -> Iterator[list[Workers]]:
-    """Host A and host B, both answering with photocraft fetched."""
+    """Start the hosts ``names`` (A and B), photocraft fetched; yield them once they listen."""
     extra = {"CRAFT_APPS_REDIS_URL": redis_url, "CRAFT_APPS_METRICS_TOKEN": TOKEN}
     with ExitStack() as stack:
         sites = []
-        for name in ("host-a", "host-b"):
+        for name in names:
             state_dir = tmp_path / name
             host_poller(state_dir, github, FakeClock(time.time_ns() // 1_000_000), HistoryApps()).tick()
             site = Workers(site_env(state_dir, database, extra), tmp_path / f"{name}.log")

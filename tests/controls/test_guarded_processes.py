@@ -6,6 +6,8 @@ posted over HTTP.
   2 s, and holds when healthy reports follow and the schedule's next step has come. No request
   reaches the workers' runtime after their first answers (reports don't): the guard's check runs
   on its own.
+- A host's workers that no request ever reached (the middleware ``api.startup`` started their
+  watch with the process) pause a rollout whose counts in Redis cross the threshold.
 - 1,000 simulated launchers (the documented rule: launcher ``n`` installs the rollout's release
   when ``n % 100`` is below its percentage) find photocraft v1.3.0 at 10 % and report: with 5 %
   of the updated ones failing, the rollout pauses within 10 s of the reports crossing the
@@ -28,6 +30,8 @@ import redis
 
 from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
 from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.guard import Mark
+from craft_apps.reports.counts import Counted
 from craft_apps.reports.redis_counts import RedisCounts
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
@@ -124,6 +128,34 @@ def test_a_pause_from_reports_to_host_a_is_served_by_both_hosts_within_2_s_and_h
             all_serve(sites, AT_10)
             lines = pause_lines(sites)
     assert len(lines) == 1 and "paused itself at 10 % (" in lines[0], lines
+
+
+def until_paused_and_logged(site: Workers, timeout: float) -> tuple[Mark, list[str]]:
+    """Wait for the row's pause of v1.3.0 and ``site``'s line saying it; return both."""
+    deadline = time.monotonic() + timeout
+    while (found := mark()) is None or not found.paused or not (lines := pause_lines([site])):
+        assert time.monotonic() < deadline, f"paused with no request: the row holds {found}\n{site.output()}"
+        time.sleep(0.05)
+    return found, lines
+
+
+def test_workers_no_request_reached_pause_a_rollout_whose_counts_cross_the_threshold(
+    tmp_path: Path, redis_server: RedisServer, redis_client: redis.Redis
+):
+    now = datetime.now(UTC).replace(microsecond=0)
+    with FakeGitHub() as github, database_for_the_workers() as (database, _):
+        published(github, now - timedelta(seconds=30))  # the 50 % step's time has come
+        guarded(SCHEDULE, min_installs=20, since=now - timedelta(days=1))
+        with fleet(tmp_path, github, database, redis_server.url, names=("host-a",)) as (site,):
+            failing = [Counted("photocraft", "1.3.0", "failed", f"i{n}", f"r{n}") for n in range(5)]
+            healthy = [Counted("photocraft", "1.3.0", "installed", f"i{n}", f"r{n}") for n in range(5, 25)]
+            RedisCounts(redis_client, DEFAULT_REDIS_KEY_PREFIX).add(
+                failing + healthy, int(time.time() * 1000)
+            )
+            # The signals: the row's pause and its log line. The bound covers the workers' start
+            # on a busy machine; without a watch started at the process's start, neither comes.
+            paused, lines = until_paused_and_logged(site, timeout=60)
+    assert paused.percentage == 10 and len(lines) == 1 and "paused itself at 10 % (" in lines[0], lines
 
 
 def launch(sites: list[Workers], failing: set[int]) -> list[Posted]:
