@@ -156,6 +156,52 @@ class BackgroundLooker:
                 close_old_connections()
 
 
+class LeftOutReport:
+    """Says once when renames and notices are left out of the answer, and once when none are."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._left_out = 0
+
+    def __call__(self, left_out: int) -> None:
+        LEFT_OUT.set(left_out)
+        with self._lock:
+            before, self._left_out = self._left_out, left_out
+        if left_out == before:
+            return
+        if left_out:
+            logger.warning(
+                "Craft apps notices: %d renames and notices served now are left out of the answer: "
+                "at most %d of each kind are served, the newest; unpublish or end the old ones",
+                left_out,
+                MAX_SERVED_PER_KIND,
+            )
+        else:
+            logger.info("Craft apps notices: every rename and notice served now is in the answer again")
+
+
+class KeptFile:
+    """The state directory's copy of the controls (``kept_controls``), or None when not kept."""
+
+    def __init__(self, keep: bool) -> None:
+        self.keep = keep
+        self._file: KeptControls | None = None
+
+    def __call__(self) -> KeptControls | None:
+        """The file in the configured state directory (opened anew when that changes)."""
+        if not self.keep:
+            return None
+        directory = app_settings.STATE_DIR
+        if self._file is None or self._file.path.parent != directory:
+            self._file = KeptControls(directory)
+        return self._file
+
+
+def served_count(scheduled: Scheduled | None, now_ms: int) -> int:
+    """How many renames and notices ``scheduled`` serves at ``now_ms``."""
+    return len(scheduled.served(ms_to_datetime(now_ms))) if scheduled else 0
+
+
 @dataclass(frozen=True)
 class _Served:
     source: Scheduled  # what it was computed from: a reload makes it stale
@@ -210,9 +256,9 @@ class NoticesFeed:
             self._channel_apps: ChannelApps = NO_CHANNEL_APPS
             self._controls: tuple[Control, ...] = ()
             self._controls_read = False  # from the database, by this process
-            self._kept_file: KeptControls | None = None  # read anew, as at a process's start
+            self._kept_controls = KeptFile(self.keep_controls)  # read anew, as at a process's start
             self._failing = False
-            self._left_out = 0
+            self._report_left_out = LeftOutReport()
 
     def close(self) -> None:
         """Ends the beat and the looker thread this feed started, if any."""
@@ -313,7 +359,7 @@ class NoticesFeed:
                 "Craft apps notices: the database hasn't answered for %g s; serving the last %d "
                 "notices and renames this process had until it does",
                 self.stalled_s,
-                self._kept(),
+                served_count(self._scheduled, self._clock.now_ms()),
             )
             return
         try:
@@ -328,15 +374,6 @@ class NoticesFeed:
         except Exception as err:  # the endpoint never fails, whatever the database does
             failure = err
         self._looked(generation, failure)
-
-    def _kept_controls(self) -> KeptControls | None:
-        if not self.keep_controls:
-            return None
-        directory = app_settings.STATE_DIR
-        kept = self._kept_file
-        if kept is None or kept.path.parent != directory:
-            kept = self._kept_file = KeptControls(directory)
-        return kept
 
     def _read(self, generation: int) -> None:
         if not self._controls_read:
@@ -396,26 +433,6 @@ class NoticesFeed:
             "Craft apps notices: the database can't be read (%s); serving the last %d "
             "notices and renames this process had, trying again %g s after each attempt",
             reason,
-            self._kept(),
+            served_count(self._scheduled, self._clock.now_ms()),
             self.recheck_s,
         )
-
-    def _kept(self) -> int:
-        scheduled = self._scheduled
-        return len(scheduled.served(ms_to_datetime(self._clock.now_ms()))) if scheduled else 0
-
-    def _report_left_out(self, left_out: int) -> None:
-        LEFT_OUT.set(left_out)
-        with self._lock:
-            before, self._left_out = self._left_out, left_out
-        if left_out == before:
-            return
-        if left_out:
-            logger.warning(
-                "Craft apps notices: %d renames and notices served now are left out of the answer: "
-                "at most %d of each kind are served, the newest; unpublish or end the old ones",
-                left_out,
-                MAX_SERVED_PER_KIND,
-            )
-        else:
-            logger.info("Craft apps notices: every rename and notice served now is in the answer again")
