@@ -1,23 +1,10 @@
-"""The purge thread of the poller process: look at the answers, purge what changed.
+"""The purge thread of the poller: read each answer's ETag, purge the URLs that changed.
 
-Every ``LOOK_S`` it reads the ETag of each channel's answer as a web process of this host makes
-it (the same runtime and serving rule, ``answers``), and compares them with the last look's.
-Every poller process looks, so a standby that takes over knows what was served; only the one
-holding the host's lease purges, and with Redis only the first host of the fleet to see a
-change (``guard``). Its first look only learns what is served: a change made while no poller
-ran ages out as it would without purge.
-
-Each request of a change (one per URL, or per ``BAN`` prefix, or per Cloudflare call) is a job
-of its own on a few threads (``jobs``): it waits until every web process of the host says it
-serves the change (``readiness``; at most ``SETTLE_S`` after the change was seen, then it is sent
-all the same, logged once and counted), then is sent, and a failure is tried again after a
-backoff (doubling, with jitter) until it is taken, refused for good (a 4xx: ``plan.Refused``),
-``Retry.attempts`` tries are spent, or ``Retry.deadline_s`` passed since the change: by then the
-CDN's copy (a minute's ``max-age``) is due anyway. A URL that hangs or fails holds no other URL
-nor the next look; a newer change of the same URL takes over the older one's retries.
-Each request's outcome is its own log line and counts; giving up also puts the time and reason
-in the host's state file (metrics and ``craft_apps_status``). Neither the poller's round nor a
-web request waits for the purge.
+``Purger.look()`` compares this host's answers with the last read and starts one job per purge
+request (``jobs``), which waits until the web processes serve the change (``readiness``), sends
+it (``sender``) and retries with backoff until taken, refused, or past its deadline. Only the
+poller holding the host's lease purges, and with Redis only the first host to see a change
+(``guard``). Neither the poller's round nor a web request waits for it. See docs/cdn.md.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""When a change may be purged: once every live web process of the host serves it.
+"""When a change may be purged: once every live web process (and host) serves it.
 
-Each web process reports the version of the site's notices and controls it serves after each
-look (``content.served_versions``), about every second. A report older than ``STALE_MS`` is a
-process that exited or whose look hangs: it is left out. A change is ready when every live
-report holds at least the version the purge thread saw it with (``readiness``, a pure rule);
-then it waits the tenth of a second a web process takes to make its answer anew (the state
-file's changes too: they reach every process's next request within it). With no live report,
-or while a process still lags ``longest_ms`` after the change was seen, it is purged then all
-the same (``Readiness.UNCONFIRMED``). ``Settle`` is that wait, once per change.
+``readiness(reports, needed, now_ms, seen_ms, longest_ms)`` is the pure rule: READY when every
+report younger than ``STALE_MS`` holds version ``needed``, UNCONFIRMED once ``longest_ms``
+passed since the change was seen, else WAIT. ``Settle`` waits on it once per change, then a
+tenth of a second more for the processes to make their answers anew.
 """
 
 from __future__ import annotations
