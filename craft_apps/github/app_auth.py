@@ -1,16 +1,10 @@
-"""A GitHub App's installation tokens: the alternative to ``GITHUB_TOKEN`` (docs/private.md).
+"""A GitHub App's installation tokens, the alternative to ``GITHUB_TOKEN`` (docs/private.md).
 
-The host signs a JWT (RS256, PyJWT; issued 60 s in the past for clock drift, valid 9 minutes)
-with the App's private key, exchanges it for an installation token
-(``POST /app/installations/{id}/access_tokens``), and uses that token until
-``RENEW_BEFORE_S`` before it expires (GitHub's last an hour), or until GitHub answers 401 with
-it (``rejected``): then it makes a new one, once. The installation is the configured one, or
-found per repository (``GET /repos/{owner}/{repo}/installation``) and kept.
-
-Invariants: the key, the JWT and the tokens are kept in this process's memory only: never
-logged, never in a reason, a ``repr``, a file or Redis (each process mints its own, one request
-an hour). A failure is one log line per repository and kind, and ``problem(repo)`` says it in a
-line naming the setting, never a value.
+``AppCredentials.authorization(repo)`` returns the ``Authorization`` header for a repository, or
+None: it signs a JWT with the App's key, exchanges it for an installation token, and makes a new
+one ``RENEW_BEFORE_S`` before expiry or once after a 401 (``rejected``). ``problem(repo)`` says
+what failed in one line naming the setting. The key, the JWT and the tokens stay in this
+process's memory: never logged, never in a reason, a ``repr``, a file or Redis.
 """
 
 from __future__ import annotations

@@ -1,16 +1,9 @@
-"""A private release asset's short-lived download URL, asked of GitHub's API and kept a minute.
+"""A private release asset's short-lived download URL, asked of GitHub's API (docs/private.md).
 
-``GET {api}/repos/{owner}/{repo}/releases/assets/{id}`` with ``Accept: application/octet-stream``
-and the server's credentials answers ``302`` to a signed URL on GitHub's file host that works
-without a token for a few minutes (about 5 on github.com; the fake GitHub's last
-``SIGNED_URL_VALIDITY_S``). The redirect is not followed and no byte of the file is read: only
-its ``Location`` is kept, for ``KEEP_S``, well under that validity, so a burst of downloads
-costs one GitHub request per asset per minute per web process, and a URL handed out (with a
-CDN's ``max-age`` on top, ``api.private_assets``) is never past its expiry.
-
-Contract: ``AssetLinks.link`` never raises; it returns the URL or ``LinkFailed`` with a reason
-that names neither the token nor the signed URL's query. The token is sent only as
-``Authorization`` to the API's host; ``~/.netrc`` never adds credentials.
+``AssetLinks.link(repo, asset_id)`` returns the signed URL GitHub's ``302`` points to, without
+following it, kept ``KEEP_S`` per process; or ``LinkFailed`` with a reason naming neither the
+token nor the URL's query. It never raises. The token goes only to the API's host as
+``Authorization``; ``~/.netrc`` never adds credentials.
 """
 
 from __future__ import annotations

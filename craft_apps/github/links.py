@@ -1,17 +1,10 @@
-"""Whether a link from GitHub's answer lands under a prefix of ours, judged as a browser follows it.
+"""Whether a link from GitHub's answer lies under a prefix of ours, resolved as a browser resolves it.
 
-``link_under`` resolves an absolute http(s) link the way the WHATWG URL parser of every browser
-does (scheme and host case-insensitive, a backslash read as a slash, any run of slashes after
-the scheme skipped, a percent-encoded host decoded, the default port dropped, ``.``/``..``
-segments and their ``%2e`` spellings resolved) and accepts it only when the result lies under
-the prefix. It returns the resolved link, not the one it was given, so every client goes where
-it was judged to go whatever its own URL parser does with oddities.
-
-It refuses rather than repairs what GitHub never sends and what parsers disagree on: spaces,
-control characters (WHATWG would silently drop a tab or newline, turning ``.<TAB>.`` into
-``..``), user info, a query or a fragment, IPv6 hosts, malformed percent escapes, empty
-segments, and any segment that decodes, however many times, to a dot segment or a path
-separator (a server decoding ``..%2F`` before routing would otherwise climb out).
+``link_under(link, prefix)`` returns the link as the WHATWG URL parser resolves it when that lies
+under ``prefix``, else None; callers serve the resolved link, so every client goes where it was
+checked to go. What GitHub never sends and parsers disagree on (spaces, controls, user info, a
+query, IPv6 hosts, bad escapes, segments that decode to a dot segment or a slash) is refused,
+never repaired. ``segments_under`` gives the path segments below the prefix the same way.
 """
 
 from __future__ import annotations

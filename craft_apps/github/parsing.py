@@ -1,20 +1,10 @@
-"""GitHub's "latest release" JSON read into a ``Release``, keeping only what is safe to serve;
-its release list (``read_release_list``) read entry by entry by the very same rules.
+"""GitHub's release JSON read into a ``Release``, keeping only what is safe to serve (docs/endpoint.md).
 
-Contract: ``parse_release`` returns a ``Release`` or raises ``ReleaseRejected`` with a one-line
-reason; no other exception escapes, whatever the bytes. ``parse_platform`` is total: a platform
-or None. Invariants of a returned release: every link, resolved as a browser resolves it, points
-into the repository's own releases on ``web_url`` and is served in that resolved form (a tampered
-answer cannot send users elsewhere, see ``craft_apps.github.links``); every text is bounded and free of
-control characters but tab and newline; every asset has a safe file name and a size a JSON
-client reads exactly (an integer from 0 to 2^53 - 1).
-
-Owner and repository names compare as GitHub compares them, case-insensitively: the links
-are judged against the repository as the answer's release page spells it when that is the
-configured one in another case. After a redirect GitHub followed for a renamed repository
-(``renamed=True``), the answer's repository is taken as it names itself. ``read_release`` also
-says how many assets it dropped and why (``craft_apps.kernel.source.DROP_REASONS``), for the poller to
-report; assets past ``craft_apps.kernel.source.MAX_ASSETS`` (GitHub's own limit) are dropped.
+``parse_release(body, repo, web_url)`` returns a ``Release`` or raises ``ReleaseRejected`` with a
+one-line reason; no other exception escapes, whatever the bytes. ``read_release`` also returns the
+repository the links were checked against and the assets dropped by reason;
+``read_release_list`` reads a release list entry by entry by the same rules; ``rejudge`` checks
+a stored release again by them. ``parse_platform`` gives an asset name's platform, or None.
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
 """The Tauri bundler's file names, as tauri-action uploads them to a GitHub release.
 
-``tauri_asset`` tells what a file of such a release is to Tauri (an installer, an updater
-bundle, the signature of one, or tauri-action's ``latest.json``), for which system and CPU in
-the updater's own spellings (``windows``/``darwin``/``linux``, ``x86_64``/``aarch64``/
-``i686``/``armv7``, and ``universal`` for a macOS universal build); ``tauri_platform`` is what
-the contract's enums can say of it, None where they have no value (``docs/endpoint.md`` has
-the table). Pure and total: any text gives an answer or None.
-
-The names, from the bundler (``crates/tauri-bundler``) and tauri-action (``src/build.ts``,
-``getAssetName``); ``P`` the product name, ``V`` the version, ``A`` the bundler's CPU spelling:
-
-- ``P_V_A_<lang>.msi`` (WiX; ``V`` with ``-`` and ``+`` turned into ``.``), ``P_V_A-setup.exe``
-  (NSIS), their updater bundles ``.msi.zip`` and ``-setup.nsis.zip`` (Tauri 1, or
-  ``createUpdaterArtifacts: "v1Compatible"``);
-- ``P_V_A.dmg``, and the updater bundle ``P_A.app.tar.gz`` (tauri-action adds ``_A``);
-- ``P_V_A.AppImage`` (and its updater bundle ``.AppImage.tar.gz``), ``P_V_A.deb``,
-  ``P-V-<release>.A.rpm``;
-- each signed file's signature, the same name with ``.sig``; ``latest.json``.
-
-The product name is free text (``ArtCraft``; GitHub turns spaces and brackets into dots, and
-Linux packages may be in kebab case), so it is not compared with the app: a release is its own
-repository's. A debug build (tauri-action's ``-debug`` before the CPU) is not recognised.
+``tauri_asset(name)`` returns what a file is to Tauri (installer, updater bundle, signature or
+``latest.json``) with its system and CPU in the updater's spellings, or None; ``tauri_platform``
+returns the contract's platform of an installer, or None (docs/endpoint.md has the table). The
+names follow the bundler (``crates/tauri-bundler``) and tauri-action (``src/build.ts``,
+``getAssetName``); the product name is free text, so it is not compared with the app.
 """
 
 from __future__ import annotations

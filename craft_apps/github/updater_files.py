@@ -1,16 +1,11 @@
-"""A release's files for the app's own Tauri updater, read from its small files: pure rules.
+"""A release's files for the app's own Tauri updater: which to download and what to keep (docs/tauri.md).
 
-What the poller downloads for a release (``updater_plan``): tauri-action's ``latest.json`` when
-the release has one, else the ``.sig`` of each file the updater can install. What it keeps
-(``read_manifest``, ``from_signatures``): one ``UpdaterFile`` per platform key, its ``url``
-always the download link of one of the release's own assets (a ``latest.json`` naming any other
-link, even another https one, has that platform refused) and its signature the ``.sig`` text
-byte for byte, base64 as Tauri writes it, at most ``MAX_SIGNATURE_BYTES``. ``updater_judged``
-keeps what a stored release's updater files still pass, as ``parsing.rejudge`` does for the
-rest. Without ``latest.json`` the platform keys are derived as tauri-action derives them (its
-defaults): ``<target>-<arch>-<bundle>`` for each signed file, ``<target>-<arch>`` for the first
-of MSI, NSIS (Windows), the ``.app`` bundle (macOS), AppImage, deb, rpm (Linux), and a
-universal macOS build both ``aarch64`` and ``x86_64``. Nothing here does I/O.
+``updater_plan(release)`` returns the downloads: ``latest.json`` if the release has one, else the
+``.sig`` of each file the updater can install. ``read_manifest`` and ``from_signatures`` return
+one ``UpdaterFile`` per platform key, its URL one of the release's own assets and its signature
+the ``.sig`` text byte for byte. From ``.sig`` files the keys are tauri-action's:
+``<target>-<arch>-<bundle>``, and ``<target>-<arch>`` for the first bundle of ``_PLAIN_KEY_ORDER``
+(macOS universal: both CPUs). ``updater_judged`` checks stored files again. No I/O.
 """
 
 from __future__ import annotations
