@@ -1,12 +1,10 @@
 """The rows of what the endpoint serves: one per app (``app_state``) and the host's backoff.
 
-Rows are input like any stored data: one that doesn't decode is skipped, with the reason for
-the caller to log, and reads as "not fetched". A write changes all of one app's fields or none
-and never moves an app's fetch back in time, unless the stored fetch is of another or an
-unrecorded repository: then it is replaced, whatever its time. Each row records the repository
-its fetch is of (``repo``) with the fetch time it was recorded at (``repo_fetched_ms``): a row
-whose fetch a writer that doesn't know the column (0.2) moved since reads as of an unrecorded
-repository (``AppState.repo`` None). Each function runs inside its caller's transaction.
+``decode_rows(rows)`` returns the apps and the backoff the rows hold, skipping a row that
+doesn't decode (it reads as "not fetched") with a line for the caller to log. ``put_app(db, key,
+state)`` writes all of one app's fields or none and returns False instead of moving a fetch back
+in time, unless the stored fetch is of another or an unrecorded repository. Each function runs
+inside its caller's transaction (docs/state-file.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""The poller's counters in the host's state file, so every web worker can show the same numbers.
+"""The poller's counters in the host's state file, so every web worker shows the same numbers.
 
-The poller is one process and the web workers are many: counting in the poller's memory would
-show nothing to a scrape, and counting per worker would show a different number per worker.
-So the poller adds each tick's numbers to a small table of the state file (GitHub requests by
-outcome, Redis errors, the Redis keys refused as unreadable, the last quota seen, its mode, its
-last tick and its clean stop, its CDN purges (taken, retried, given up and why), and its reads
-of releases' Tauri updater files (by outcome, their downloads and the last failure)), and any
-process reads them back.
-
-The table is optional: the writer creates it when missing (``CREATE TABLE IF NOT EXISTS``), a
-reader of a file without it sees zeros, and older code ignores a table it doesn't know. So it
-needs no new format version and old files keep opening. Writes carry no fence: a request a
-superseded poller made was still made, and counting it is right. Rows are input like any
-stored data: a value of the wrong type reads as absent.
+``record(store, update)`` adds one tick's ``CountersUpdate`` (GitHub requests by outcome, Redis
+errors, quota, mode, CDN purges, updater file reads) in one transaction; ``read_counters(store)``
+returns ``PollerCounters``, zeros without the table. The table is made when missing and needs no
+new format version; a value of the wrong type reads as absent. Writes carry no fencing token: a
+request a replaced poller made was still made, so counting it is right.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """What the poller refused or was told about each app's release, in the host's state file.
 
-One row per app and kind, for the release it concerns: the assets of GitHub's answer that are
-not served, by reason (``craft_apps.github.parsing.DROP_REASONS``, with the count); ``moved``
-when GitHub redirected the app's repository to another one (``detail``: the new name, until
-``APPS`` is updated); ``gone`` when GitHub answered 404 for a repository that had a release
-(``seen_ms``: since when; the last release is still served); ``auth`` when the app's last fetch
-failed for want of credentials GitHub takes (``detail``: the setting to check, never its value;
-until a fetch succeeds or fails otherwise). The poller replaces an app's rows
-whenever they change and warns once then, so a restarted poller, reading them back, doesn't
-warn again; ``craft_apps_status``, the metrics and the health rule ``gone`` read them.
-
-Like the counters, the table is optional (created by the writer, absent reads as empty), and
-its writes carry no fence: they are facts about what GitHub answered, true whoever asked. Rows
-are input: one of the wrong shape is skipped.
+One ``Drop`` per app and kind: assets not served by reason (``DROP_REASONS``), ``moved`` (the
+repository was redirected), ``gone`` (a 404 for a repository that had a release) or ``auth``
+(credentials GitHub refused). ``replace_app(store, app, drops)`` replaces an app's rows and
+``read_drops(store)`` returns them all; a missing table reads as empty, a bad row is skipped.
+Writes carry no fencing token: they are facts about GitHub's answer, true whoever asked.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
-"""Refreshes asked for ahead of schedule, on the host's state file: the host's own record.
+"""Refreshes asked for ahead of schedule, kept in the host's state file (docs/webhook.md).
 
-Two tables of their own in the state file, made on first use (``IF NOT EXISTS``), so the file
-keeps its format version and code that doesn't know them ignores them:
-
-- ``due_mark (app, requested_ms, shared)``: an app the host's poller should ask GitHub about
-  now. Written by whoever asks (the webhook view in a web worker, ``craft_apps_refresh``), taken
-  and deleted by the active poller. ``shared`` says whether the mark reached Redis too; one that
-  didn't is the poller's to pass on to the fleet, or to act on alone.
-- ``webhook_delivery (id, seen_ms)``: the webhook deliveries taken in the last day, only the
-  newest ``keep`` of them (the caller's bound), so a flood can't grow the file.
-
-These writes carry no lease fence and never move the change counter: they say nothing about
-releases, and the endpoint's answer doesn't change. The file is never created here (only the
-poller creates it, with its permissions), and a file that isn't ours, or of another format
-version, is never written. Every problem is ``StateUnavailable`` with one line naming the file.
+``HostDueMarks`` holds two tables made on first use: ``due_mark`` (``mark`` by the webhook or
+``craft_apps_refresh``, ``marks`` and ``forget`` by the active poller; ``shared`` says whether
+the mark reached Redis) and ``webhook_delivery`` (``take_delivery`` returns False for a delivery
+seen in the last day; only the newest ``keep`` are kept). These writes carry no fencing token and
+never move the change counter. It never creates the file, nor writes one that isn't ours;
+every problem is ``StateUnavailable`` with one line naming the file.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
-"""Whether this host is healthy: four rules an operator can reason about, as pure functions.
+"""Whether this host is healthy: the health rules, as pure functions (docs/operations.md).
 
-The health endpoint (``GET /v1/craft_apps/health``) and ``craft_apps_status --check`` both call
-``health_problems`` with what ``craft_apps.host.observe`` read, so they always agree:
-
-- ``state_file``: the host's state file can't be read (corrupt, newer format, locked, no
-  permission). It always applies, since nothing else can be judged without the file.
-- ``poller``: no poller has held this host's lease for longer than the takeover time (the lease
-  TTL plus a standby's retry: how long a killed poller takes to be replaced), counted from the
-  lease's expiry or the poller's clean stop, whichever is later; or no poller ever ran here.
-- ``stale``: an app not fetched yet, or last fetched more than twice the interval plus
-  ``STALE_MARGIN_MS`` ago (one interval of trouble is tolerated, and a few ticks more).
-- ``gone``: GitHub answered 404 for an app's repository that had a release (deleted, made
-  private, renamed without a redirect, or every release deleted): its last release is still
-  served, and GitHub no longer offers it (``craft_apps.host.drops``).
-- ``signing``: a signing key is configured (``SIGNING_KEY``, ``SIGNING_KEY_PREVIOUS``) that
-  can't be used, so launchers that pin it refuse every answer. It always applies, whatever the
-  rules asked, as ``state_file`` does: a host so configured must never become ready.
+``health_problems(view, policy, now_ms, rules)`` takes what ``host.observe`` read and returns a
+``HealthProblem`` for each broken rule: ``state_file``, ``poller``, ``stale``, ``gone``, and
+``signing``. The health endpoint and ``craft_apps_status --check`` both call it, so they agree.
+``state_file`` and ``signing`` always apply, whatever the rules asked: a host whose signing key
+can't be used must never become ready.
 """
 
 from __future__ import annotations

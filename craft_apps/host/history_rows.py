@@ -1,12 +1,10 @@
 """The rows of each app's release history: its recent releases, newest first, with the list's ETag.
 
-One row per app key: the releases as a JSON list of the contract's release objects (``codec``'s
-stored form, each decoded as strictly as the latest release), the ETag and fetch time of
-GitHub's release list when the history came from one (None when it was only assembled from the
-releases seen through ``/releases/latest``), and the repository it is of. The table arrived
-after format 1: the first writer adds it in place (``schema``), and a reader of a file without
-it (a file of 0.2, or one no poller opened since) reads "no history". A write replaces all of
-an app's row or nothing. Each function runs inside its caller's transaction.
+One row per app key: the releases as JSON (``codec``'s stored form), the ETag and fetch time of
+GitHub's release list (None when built from ``/releases/latest`` answers), and the repository.
+``put_history(db, key, releases, fetch)`` replaces all of an app's row or nothing;
+``decode_history`` reads the rows back. A file without the table reads as "no history". Each
+function runs inside its caller's transaction.
 """
 
 from __future__ import annotations

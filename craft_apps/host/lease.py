@@ -2,9 +2,9 @@
 
 ``Lease`` decides when to take, renew, lose and release it: ``try_acquire()`` and
 ``renew_if_due()`` return whether this process holds it. Taking only succeeds on an expired
-lease and raises the fence; a holder with no successful renewal for 2/3 TTL counts itself lost
-before anyone may take over. ``LeaseKeeper`` renews from a thread. Time comes from the injected
-clock; timestamps are Unix milliseconds.
+lease and raises the fencing token; a holder with no successful renewal for 2/3 TTL counts
+itself lost before anyone may take over. ``LeaseKeeper`` renews from a thread. Time comes from
+the injected clock; timestamps are Unix milliseconds.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The lease table's rows: taking, renewing and expiring a lease, and the fence every write of
-the state file carries. ``craft_apps.host.lease`` decides when; these statements do it.
+"""The lease table's rows: taking, renewing and expiring a lease, and the fencing token every
+write of the state file carries. ``craft_apps.host.lease`` decides when; these statements do it.
 
 Each function runs inside a transaction its caller opened on the state file.
 """

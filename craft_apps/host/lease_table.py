@@ -1,10 +1,10 @@
 """The lease row of one state file as its holder sees it, and when that file can't be reached.
 
 ``LeaseTable`` takes, renews, expires and reads the row ``name`` with the statements of
-``lease_rows``; ``acquire(holder, now_ms)`` returns the new fence, or None when someone else
-holds the lease. It also holds the identity of the file the lease was last taken or renewed in,
-so a replaced file is noticed. ``OutageLog`` logs once when the file can't be reached and once
-when it can again.
+``lease_rows``; ``acquire(holder, now_ms)`` returns the new fencing token, or None when someone
+else holds the lease. It also holds the identity of the file the lease was last taken or renewed
+in, so a replaced file is noticed. ``OutageLog`` logs once when the file can't be reached and
+once when it can again.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""The state file's schema: its tables, its format checks, the columns added in place since
-format 1, and creating the file whole (built aside, then linked into place).
+"""The state file's schema: its tables, its format checks, the columns added since format 1, and
+making the file whole (docs/state-file.md).
 
-A file is ours when its ``user_version`` is ``FORMAT_VERSION`` and it has the core tables; a
-blank database (format 0, no tables) is one nobody set up yet. Anything else (a newer format,
-someone else's tables, a missing table, a failed ``quick_check``) raises ``StateUnavailable``
-with one line saying what is wrong, and the file is never written. Columns that arrived after
-format 1 (the lease's epoch, each app row's repository) and the history table are added by the
-first writer that opens an older file; older code names its columns, so it still reads and writes the file.
+``open_checked(file)`` opens the file and returns it with its identity, raising
+``StateUnavailable`` with one line when it isn't ours (another format, other tables, a failed
+``quick_check``); such a file is never written. The first writer adds the newer columns and
+the history table to an older file; ``create_whole`` builds a new file aside and links it in.
 """
 
 from __future__ import annotations

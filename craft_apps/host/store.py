@@ -3,8 +3,8 @@
 One private SQLite file per state directory holds, per app key, the latest release with its
 ETag, fetch and failure times, each app's release history, the host's GitHub backoff, a change
 counter and the poller lease. ``read()`` takes nothing and returns a ``StateSnapshot`` (one
-consistent read); ``put_app``, ``put_history`` and ``put_backoff`` write with the lease's fence
-(``writer``), all of one app's fields or none, never moving a fetch back in time.
+consistent read); ``put_app``, ``put_history`` and ``put_backoff`` write with the lease's
+fencing token (``writer``), all of one app's fields or none, never moving a fetch back in time.
 """
 
 from __future__ import annotations
