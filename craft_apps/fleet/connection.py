@@ -1,15 +1,10 @@
 """The poller's own Redis connection, taken from a django-redis cache alias, and its checks.
 
-The poller must never hold connections the request handlers need, nor wait on a Redis that
-stopped answering. So its alias (``CRAFT_APPS['REDIS_ALIAS']``, default ``craft_apps``) has a
-URL of its own and the OPTIONS of ``craft_apps.fleet.options.poller_cache``: at most 2
-connections; a connection is made within 3 s; every read and write on it, the pool's
-health-check ``PING`` included, gives up after 5 s. django-redis builds its pools
-without redis-py's client-level retries, so a call fails once, within those bounds, and the
-poller carries on alone. ``alias_problems`` reports an alias that doesn't meet this.
-
-``describe_error`` turns any error into the one-line, credential-free text every Redis log
-line and ``RedisTrouble`` of craft_apps uses.
+``poller_redis_client(alias)`` returns the alias's client, or None when it isn't configured;
+``alias_problems(alias)`` returns the checks' problems when the alias lacks the bounds of
+``fleet.options.poller_cache``. django-redis builds its pools without redis-py's retries, so a
+call fails once within those bounds and the poller carries on alone. ``describe_error(err)``
+returns the one-line, credential-free text of every Redis log line and ``RedisTrouble``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """Refreshes asked for ahead of schedule, shared through Redis so the whole fleet hears of them.
 
-A signed GitHub webhook (``api.webhook``) or ``manage.py craft_apps_refresh`` marks apps due; every
-poller looks at one small counter every second and, when it moved, reads the marks. Whether a
-mark makes a host ask GitHub is decided by ``polling.schedule.requested_due``; the usual claim
-makes one host ask. Keys, beside those of ``fleet.entry``, under the same prefix:
-
-- ``{prefix}due``: a hash, app key -> when a refresh of it was last asked for (Unix ms); kept a
-  day after its last write (a mark is only a hint: the schedule stays the backstop).
-- ``{prefix}due:seq``: a counter moved with every mark, the one thing an idle poller reads every
-  second; kept a day.
-- ``{prefix}deliveries``: a sorted set, webhook delivery id -> when it was taken (Unix ms): a
-  delivery GitHub (or anyone) sends again does nothing more. One key whatever the flood: members
-  older than a day are dropped, and only the newest ``keep`` (the caller's bound) are kept, so
-  someone holding the secret can't fill Redis; the key itself lapses a day after its last write.
-
-Every method raises ``RedisTrouble`` (one line, no credentials), never a redis-py error
-(``fleet.errors.redis_trouble``).
+``SharedDueMarks`` holds the ``{prefix}due`` hash (app key -> when a refresh was asked, Unix ms),
+the ``{prefix}due:seq`` counter every poller reads each second, and the ``{prefix}deliveries``
+sorted set: ``mark`` marks apps due, ``marks`` and ``seq`` read them, ``take_delivery`` returns
+False for a webhook delivery seen in the last day and keeps only the newest ``keep``. A mark is
+only a hint: the schedule stays the backstop. Every method raises ``RedisTrouble``, never a
+redis-py error (docs/fleet.md, docs/webhook.md).
 """
 
 from __future__ import annotations

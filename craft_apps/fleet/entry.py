@@ -1,30 +1,11 @@
-"""What the fleet shares in Redis about Craft App releases, and how it is encoded. Pure: the I/O
-is in ``store``. Keys and fields are those of the reference pods, so both run side by side; the
-prefix is the setting ``REDIS_KEY_PREFIX`` (``conf.DEFAULT_REDIS_KEY_PREFIX`` by default).
+"""What the fleet shares in Redis about each app's release, and how it is encoded (docs/fleet.md).
 
-``{prefix}app:<app key>``, a hash kept 7 days after its last write:
-
-- ``v`` format version ``1``; ``fetched_ms`` when GitHub last answered 200 or 304 (Unix ms);
-  ``etag`` that answer's ETag, empty for none; ``release`` the release as JSON
-  (``craft_apps.kernel.codec``), ``null`` when the repository has none;
-- ``failed_ms`` / ``failures`` the last failed request and failures in a row by then;
-- ``claimed_ms`` when a host last started a request for the app; ``by`` the last writer's host;
-- ``repo`` the repository (``owner/name``) the fetch is of and ``repo_fetched_ms`` the
-  ``fetched_ms`` it was written with: fields of our own, beside the reference's. Every 200 and
-  304 this code shares writes both with the time. A writer that doesn't know them (0.2, the
-  reference pods) leaves them behind when it moves ``fetched_ms``; then, as when they are
-  absent, the fetch is of an unrecorded repository (``SharedFetch.repo`` None), which a host
-  takes as its app's only when the release's page is in the app's repository
-  (``AppState.fetch_is_of``). Those writers ignore fields they don't know.
-
-``{prefix}backoff``, a hash kept 1 day (deleted after a good round): ``v``, ``until_ms`` (no
-host asks GitHub before it), ``trouble`` (troubled rounds in a row), ``by``.
-
-Invariant: nothing unreadable is trusted. Another version, a bad number, bad JSON, a zero or
-negative time or bytes that aren't UTF-8 read as absent (a fetch needs its time, its ``etag``
-field and its release all readable), so the app is asked about again and the next 200 or 304
-writes the whole entry over it. A claim, a failure or a 304 never rewrites the ``v`` of a hash
-of another version (``store``), so they can't make its foreign fields readable.
+Pure: the I/O is in ``store``. ``app_key(prefix, app)`` names an app's hash; ``encode_fetch``,
+``encode_failure``, ``encode_claim`` and ``encode_backoff`` return its fields, in the reference
+pods' format; ``read_app_entry(raw)`` returns the ``SharedAppEntry`` and why any part reads as
+absent. Nothing unreadable is trusted: another version, a bad number, bad JSON, a time not above
+zero or bytes that aren't UTF-8 read as absent, so the app is asked about again and the next
+200 or 304 writes the whole entry over it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """Polling alone when Redis can't be used, and saying so without flooding the log.
 
-How a tick works is ``craft_apps.kernel.domain.PollMode.choose``'s. ``RedisTroubleLog`` warns when
-Redis trouble starts, then at most every 10 minutes while it lasts (with how many errors went
-unlogged), and logs once, at info, when Redis works again. Trouble is kept per operation
-(reading, the guarded writes, the backoff write): it ends only when every operation that failed
-has worked since, so a Redis that answers reads but refuses writes (out of memory, a read-only
-replica, a denied command) is one lasting trouble, not a "back"/"unavailable" pair every tick.
-It takes the time as an argument, so it has no clock of its own; its messages are one line and
-carry no credentials.
+``RedisTroubleLog.failed(err, now_ms)`` notes an error and returns whether it was logged: a
+warning when trouble starts, then at most every ``WARN_EVERY_MS`` with the count not logged;
+``succeeded(operation, now_ms)`` logs once, at info, when every operation that failed has worked
+since, so a Redis that answers reads but refuses writes is one lasting trouble. It has no clock
+of its own; its lines carry no credentials.
 """
 
 from __future__ import annotations
