@@ -1,16 +1,10 @@
 """A deterministic set of realistic GitHub releases for the 13 Craft Apps.
 
-``demo_release`` builds one release exactly as GitHub's ``GET /repos/{repo}/releases/latest``
-answers it: the fields the poller reads, plus the many it must ignore (ids, node ids, API
-URLs, the author and uploader, counters). Every asset follows the suite's naming scheme, and
-``SHA256SUMS.txt`` really lists the other assets' digests. Identical arguments always give an
-identical release: sizes, digests, ids and notes derive from the repository and version only.
-
-One app, LightCraft (``TAURI_APP``), is released as tauri-action releases a Tauri app
-instead: ``demo_releases`` holds that release, and ``demo_files`` the bytes its files are
-served as (installers, signed ``.sig`` files, ``latest.json``): a few hundred bytes for each
-installer, and each updater bundle's ``.sig`` signed with the demo's minisign key as Tauri signs
-them, so the demo's Tauri updater URL answers ``200`` and ``minisign -V`` accepts the bundle.
+``demo_release(...)`` returns one release exactly as ``GET /repos/{repo}/releases/latest``
+answers it, with the fields the poller must ignore; ``SHA256SUMS.txt`` really lists the other
+assets' digests, and identical arguments give an identical release. ``demo_releases`` holds them
+all; LightCraft (``TAURI_APP``) is a tauri-action release whose file bytes ``demo_files`` gives,
+each ``.sig`` signed with the demo's minisign key, so ``minisign -V`` accepts the bundle.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """What the fake GitHub (``fake_github``) adds for private repositories and GitHub Apps.
 
-- A private repository (``make_private``) answers ``404`` to its latest release, its release
-  list and its files on the web side unless the request carries a token allowed to read it: a
-  token given to ``allow_token``, or an installation token this server made for an installation
-  the repository is in (an expired one is a ``401``, as GitHub answers).
-- ``GET /repos/{owner}/{repo}/releases/assets/{id}`` with ``Accept: application/octet-stream``
-  answers ``302`` to a signed URL on this server (``/_objects/...?expires=&signature=``), which
-  serves the file until ``SIGNED_URL_VALIDITY_S`` after it was made and ``403`` after (as
-  GitHub's file host refuses an expired link); any other ``Accept`` gets the asset's JSON.
-- A GitHub App (``add_app``: its id, its RSA public key, its installations and their
-  repositories): ``GET /repos/{owner}/{repo}/installation`` and
-  ``POST /app/installations/{id}/access_tokens`` take a JWT that must verify with the App's
-  public key (RS256, ``iss`` the App's id, not expired, at most 10 minutes long); tokens last
-  ``INSTALLATION_TOKEN_S``.
-
-Time is ``now`` (injected), so a test expires a URL or a token when it chooses. Tokens and
-signatures never reach a log line.
+``PrivateGitHub``: a private repository (``make_private``) answers ``404`` unless the request
+carries a token allowed to read it (``allow_token``, or an unexpired installation token of an
+installation it is in). An asset asked for as ``application/octet-stream`` answers ``302`` to a
+signed URL here, valid ``SIGNED_URL_VALIDITY_S``, then ``403``. A GitHub App (``add_app``) trades
+a JWT (RS256 with its key, ``iss`` its id, at most 10 minutes long) for installation tokens
+lasting ``INSTALLATION_TOKEN_S``. Time is the injected ``now``; no token reaches a log line.
 """
 
 from __future__ import annotations

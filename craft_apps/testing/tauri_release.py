@@ -1,22 +1,11 @@
-"""A GitHub release as tauri-action publishes one, for the tests and the stand-in.
+"""A GitHub release as tauri-action publishes one, for the tests and the fake GitHub.
 
-``tauri_action_release`` builds what ``GET /repos/{repo}/releases/latest`` answers for a Tauri
-app released with ``tauri-apps/tauri-action`` (Tauri 2, ``createUpdaterArtifacts: true``,
-``includeUpdaterJson``), as ArtCraft's workflows configure it: tag ``<prefix>v<version>``,
-a Windows MSI and NSIS setup, a universal DMG and its ``.app.tar.gz`` updater bundle, an
-AppImage, a deb and an rpm, the ``.sig`` of each file the updater uses, and ``latest.json``.
-The names are the bundler's and tauri-action's (``craft_apps.github.tauri_names`` lists their
-sources), with GitHub's renaming of spaces to dots. ``files`` holds the bytes of the small
-files (each ``.sig`` and ``latest.json``) for the stand-in to serve; their ``size`` and
-``digest`` are those bytes'. ``contents`` gives the bytes of installers too (the demo's small
-bundles), served and sized the same way. A signature is a stand-in (not minisign) unless
-``signatures`` gives it. Identical arguments give an identical release.
-
-``SecretKey`` signs as Tauri's signer does: minisign, prehashed (``ED``: Ed25519 over the file's
-BLAKE2b-512), the untrusted comment ``signature from tauri secret key``, the trusted comment
-``timestamp:<unix s>\tfile:<name>``, the ``.sig`` being that signature file in base64. It reads
-a key made without a password (``minisign -G -W``) and writes what ``minisign -S`` writes, byte
-for byte (Ed25519 is deterministic), so ``minisign -V`` checks it.
+``tauri_action_release(repo, product, version, published_at)`` returns a ``TauriRelease``: the
+JSON ``GET /repos/{repo}/releases/latest`` answers for a Tauri 2 app built as ArtCraft's
+workflows build it (``createUpdaterArtifacts: true``, ``includeUpdaterJson``), and in ``files``
+the bytes of its ``.sig`` files and ``latest.json``. A signature is a placeholder, not minisign,
+unless ``signatures`` gives it. ``SecretKey`` signs as Tauri's signer does: its ``.sig`` is what
+``minisign -S`` writes, byte for byte, so ``minisign -V`` checks it. Same arguments, same release.
 """
 
 from __future__ import annotations
