@@ -1,32 +1,11 @@
-"""The Django admin for renames and notices: what is served now, and exactly what launchers get.
-The release policies' admin is in ``policies``, which this module imports to register it;
-the install reports' charts (``reports_chart``, drawn by ``chart_svg``) are a page of it.
+"""The Django admin of renames, notices, channel settings and release controls (docs/controls.md).
 
-Each list shows whether an item is served now (the window rule in ``content.items``), filters
-by it, and searches the texts. An item's page previews the JSON launchers receive with that
-item; each list previews everything served now. Validation is the model's (``full_clean``),
-whose messages say what to fix. Publishing or unpublishing several items at once is an action
-(for users who may change them; a user who may only view is offered no action on any list).
-
-Beside them, each app's channel setting (``AppChannel``): the channels it is served on beyond
-stable, and whether the key names a configured app (a setting for a key no app has is kept,
-and applied when one has it). Turning a channel on or off for several apps at once is an action.
-
-And the release controls (``ReleaseControl``: hold, yank, staged rollout), which only users
-with the model's own permissions (``craft_apps.view_releasecontrol``, ``add_``, ``change_``,
-``delete_``) see or change, staff or not. Made for an incident: the list shows each rollout's
-percentage now, the reason and who changed it, without scrolling sideways; a control's page
-starts with what each channel serves for its app now on this host; the form
-(``content.control_form``) offers the configured apps and the tags the host knows. Its
-validation is the model's (``controls.problems`` against every other control); a tag the host
-knows no release of (not published yet, or a typo) is saved with a warning naming the tags it
-knows (``controls.waiting``). What the host knows comes from the endpoint's answer cache
-(``AnswerCache.snapshot``), as "served now" does: no admin page opens the state file or Redis
-on its own. A save records who
-(``changed_by``), and the admin's log entry of it carries the reason. Pausing or resuming
-several rollouts at once is an action: it keeps each one's reason, and its log entry says so.
-A guarded rollout that paused itself is a banner on the list and on its app's controls
-(``guard_banner``).
+Each ``ModelAdmin`` registered here validates with the model's ``full_clean`` and previews the
+JSON launchers get; ``ReleaseControlAdmin`` needs the model's own permissions, records who changed
+a control and why, and warns when the host knows no release of its tag. What the host knows
+comes from the endpoint's answer cache (``AnswerCache.snapshot``): no admin page opens the state
+file or Redis. Beside them: ``policies`` the release policies' admin, ``guard_banner`` the banner
+of a paused guarded rollout, ``reports_chart`` the install reports' page, drawn by ``chart_svg``.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
-"""The Django admin of the release policies (``ReleasePolicy``), beside the release controls and
-with the same rules: the model's own permissions (``craft_apps.view_releasepolicy``, ``add_``,
-``change_``, ``delete_``), a required reason, who changed it last, and the admin's log of every
-change with its reason.
+"""The Django admin of the release policies (``ReleasePolicy``), with the release controls' rules.
 
-The list shows, per policy, each release it keeps back on this host now, with its next step
-and when (``serving.waiting_releases`` on the state file as the endpoint's look left it, the
-rule the endpoint serves by). Its actions are the operator's hand on a waiting release:
-**approve** (served at once),
-**approve as a staged rollout** (a hand-made rollout following the policy's schedule from now)
-and **take over the staged or guarded rollout** (a hand-made rollout at exactly the percentages
-the policy gives it, or a guarded one's percentage now, paused if its guard paused it, which
-the operator then pauses, advances, finishes or turns into a yank in the release controls). A
-hand-made control of a tag wins over the policy, so taking over changes
-nothing launchers see until the operator edits it. The package's ``__init__`` imports it.
+``ReleasePolicyAdmin`` needs the model's own permissions and a reason, records who changed a
+policy, and lists each release a policy keeps back on this host now (``waiting_now``, from the
+endpoint's answer cache). Its actions approve a waiting release, approve it as a staged rollout,
+or take over a staged or guarded rollout as a hand-made control at the same percentage, so
+nothing launchers see changes (docs/controls.md). The package's ``__init__`` imports it.
 """
 
 from __future__ import annotations
