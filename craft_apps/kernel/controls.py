@@ -1,4 +1,4 @@
-"""The operators' brake, per app: hold, yank and staged rollout, as plain data (no Django).
+"""The operators' release controls, per app: hold, yank and staged rollout, as plain data (no Django).
 
 ``Control`` is one decision about one app's tag; ``serve`` the one rule that applies a set of
 them, ``problems`` the one check a set must pass, ``as_data``/``from_data`` the one codec (the

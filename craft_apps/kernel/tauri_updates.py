@@ -3,7 +3,7 @@
 The release is the one the channel serves (``serving.serve``, every control applied): a staged
 rollout's when the client's ``bucket`` is below its percentage, else ``latest_release``.
 ``offer`` says whether it is newer than the client's version and which updater file fits its
-platform, as the plugin looks one up in ``latest.json``; ``None`` is a 204. See docs/tauri.md.
+platform, found as the plugin finds one in ``latest.json``; ``None`` is a 204. See docs/tauri.md.
 """
 
 from __future__ import annotations
