@@ -1,1 +1,1 @@
-"""Where Django looks for the app's commands: ``commands``."""
+"""Where Django finds the app's commands: ``commands``."""

@@ -1,13 +1,10 @@
 """``python manage.py craft_apps_notices export FILE`` / ``import FILE`` (``-``: stdout / stdin).
 
-Export writes every rename, announcement and alert, each app's channel setting and the
-release controls (with the admin's log of them) as JSON. Import makes the database hold
-exactly the file's items, each validated as the admin validates it, all or nothing; the
-problems are listed one per line and nothing is written. A release control whose tag this
-host's state file knows no release of (``api.controls.known_tags``: a release not published
-yet, or a typo) is imported with a warning line naming the tags it knows, as the admin warns;
-when the file can't be read the tags aren't checked, and the command says so. ``--dry-run`` says
-what an import would do without doing it.
+Export writes the renames, notices, channel settings and release controls (with their admin
+log) as JSON. Import makes the database hold exactly the file's items, each validated as the
+admin validates it, all or nothing: on any problem it lists them one per line and writes
+nothing. A control whose tag the host knows no release of is imported with a warning, as in the
+admin. ``--dry-run`` says what an import would do (docs/renames-and-notices.md).
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
-"""``python manage.py craft_apps_verify URL --public-key KEY [--public-key KEY]``: what a
-launcher decides about an answer.
+"""``python manage.py craft_apps_verify URL --public-key KEY``: what a launcher decides about an answer.
 
-Fetches ``URL`` (``Accept-Encoding: br, gzip``), decodes the body as the transport coded it,
-and applies ``craft_apps.kernel.signing.verify`` with the pinned public keys: prints the verdict (with
-the order to pass as ``--last-order`` next time) and exits 0 when the answer is accepted, 1 with
-the reason when it is refused (no signature, an unknown key, no order, a bad signature, bad
-times, expired, a rollback against ``--last-order``). ``--v1`` applies the rules of a launcher
-built before ``order`` instead (``verify_v1``, with ``--last-accepted`` its newest ``signed``).
+Fetches ``URL``, decodes the body as the transport coded it, and checks it with
+``kernel.signing.verify`` and the pinned public keys: prints the verdict and the order to pass
+as ``--last-order`` next time and exits 0 when the answer is accepted; exits 1 with the reason
+when it is refused. ``--v1`` applies the rules of a launcher built before ``order``
+(``verify_v1``, with ``--last-accepted``). See docs/signed-feed.md.
 """
 
 from __future__ import annotations
