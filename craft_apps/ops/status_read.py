@@ -1,12 +1,10 @@
 """What ``craft_apps_status`` reads, each with a bound; any trouble is reported, never raised.
 
-The fleet's Redis with the poller's own client and timeouts (``read_fleet``); from the site's
-database the renames and notices served now (``read_notices``), the apps on each channel and the
-release controls (``content.channels``, as the web processes' feed reads them); the controls kept
-in the state directory (``content.kept_controls``), as a web process would at its start; and
-what each channel serves each app now (``read_served``) and what the release policies keep back
-(``read_waiting``), by the endpoint's own rule (``serving``) on the state file, so the status
-can't disagree with the answer about it.
+``read_fleet(keys)`` reads the fleet's Redis with the poller's own client; ``read_notices``,
+``read_channel_settings`` and ``read_release_controls`` the site's database, as the web
+processes' feed does; ``read_kept_controls`` the controls kept in the state directory;
+``read_served`` and ``read_waiting`` what each channel serves and what the policies keep back,
+by the endpoint's own rule (``serving``), so the status can't disagree with the answer.
 """
 
 from __future__ import annotations
