@@ -1,9 +1,10 @@
 """The write side of the state file: which file this process checked for writing, and its writes.
 
 ``StateWriter.write(work)`` runs ``work`` in one write transaction and returns what it returns;
-``fenced(fence, work)`` does the same only while ``fence`` is the lease's current custody (else
-FenceRejected, nothing written). A writer never creates the file (``open_for_writing`` does, or
-the lease holder makes it anew): a file deleted under it raises StateFileMissing.
+``fenced(fence, work)`` does the same only while ``fence``, the lease's fencing token, is
+current (else FenceRejected, nothing written). A writer never creates the file
+(``open_for_writing`` does, or the lease holder makes it anew): a file deleted under it raises
+StateFileMissing.
 """
 
 from __future__ import annotations
