@@ -125,13 +125,13 @@ def test_the_poller_keeps_them_before_it_publishes_the_fleets_releases(
     newcomer = Host("host-new", tmp_path, fake_clock, github, redis_server.client())
     newcomer.poller.needs_history = Reads()  # the site's database not read yet
     seen: list[bool] = []
-    publish = newcomer.poller._publish
+    publish = newcomer.poller.publisher.publish
 
     def watched() -> None:
         seen.append((tmp_path / "host-new" / FILE_NAME).exists())
         publish()
 
-    newcomer.poller._publish = watched  # type: ignore[method-assign]
+    newcomer.poller.publisher.publish = watched  # type: ignore[method-assign]
     assert newcomer.poller.warm_start()
     assert newcomer.served_tags()["photocraft"] == "v0.5.0"
     assert seen and all(seen), "the file was there at every publish"

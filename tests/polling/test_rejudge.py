@@ -67,5 +67,5 @@ def test_a_fleet_entry_with_a_bad_link_is_mended_when_merged(state_dir: Path, fa
     entry = with_evil_asset(AppState(latest_release=release(), fetched_ms=fake_clock.now_ms(), etag='"e"'))
     assert entry.latest_release is not None and entry.fetched_ms is not None
     shared = SharedAppEntry(fetched=SharedFetch(entry.latest_release, entry.etag, entry.fetched_ms))
-    host.poller._merge_entry("photocraft", shared)
+    host.poller.fleet.merge_entry("photocraft", shared)
     assert host.poller.memory["photocraft"].latest_release == release()
