@@ -1,16 +1,10 @@
-"""``GET /v1/craft_apps/download/<app_key>/<os>/<arch>[/<package_type>]``: a stable link to a file
-of an app's latest release.
+"""``GET``/``HEAD /v1/craft_apps/download/<app_key>/<os>/<arch>[/<package_type>]``: a stable link
+to a file of an app's latest release.
 
-Contract: ``302`` to the chosen file's ``download_url`` with ``Cache-Control: public,
-max-age=60``; otherwise ``404`` with ``{"success": false, "error": "<one line>"}`` (``no-store``
-while the app was never fetched, so no cache keeps a cold host's miss). Never a 500. The
-release comes from the endpoint's per-process answer (``runtime().answers``), so a redirect costs
-what an endpoint request costs, and the only URLs ever redirected to are the ``download_url``
-of stored assets, which the release parser accepted (links into the repository's own releases).
-
-``choose`` is the one rule for "which file": the redirect and the downloads page both call it.
-``?channel=beta`` redirects to a file of the release the beta channel's answer lists
-(``channels``); an unknown channel is a 400 of the same form as the 404.
+``choose(assets, os, arch, package_type)`` returns the file to link, or None (the one "which
+file" rule: the redirect and the downloads page both call it). ``respond`` answers ``302`` to
+that file's ``download_url``, else ``404`` ``{"success": false, "error": "<one line>"}``, ``400``
+for an unknown ``?channel=``; its docstring holds the rest. See docs/downloads.md.
 """
 
 from __future__ import annotations
@@ -173,6 +167,17 @@ def refused(request: HttpRequest, reason: str, status: int, *, cacheable: bool =
 def respond(
     request: HttpRequest, app_key: str, os: str, arch: str, package_type: str | None = None
 ) -> HttpResponse:
+    """``302`` to the chosen file's ``download_url`` with ``Cache-Control: public, max-age=60``;
+    otherwise ``404`` with ``{"success": false, "error": "<one line>"}`` (``no-store`` while the
+    app was never fetched, so no cache keeps a cold host's miss). Never a 500. ``?channel=beta``
+    redirects to a file of the release the beta channel's answer lists (``channels``); an
+    unknown channel is a 400 of the same form as the 404.
+
+    The release comes from the endpoint's per-process answer (``runtime().answers``), so a
+    redirect costs what an endpoint request costs, and the only URLs ever redirected to are the
+    ``download_url`` of stored assets, which the release parser accepted (links into the
+    repository's own releases).
+    """
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"

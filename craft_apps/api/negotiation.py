@@ -1,22 +1,8 @@
-"""Which content coding an answer is sent in: the request's ``Accept-Encoding`` (RFC 9110 §12.5.3).
+"""Which content coding an answer is sent in, from the request's ``Accept-Encoding`` field.
 
-Pure functions; the rules, in the order they apply:
-
-1. No ``Accept-Encoding`` field, or an empty one: ``identity``. RFC 9110 lets a server send any
-   coding to a request without the field, but a client that names none (``curl`` without
-   ``--compressed``, a script) usually can't decode one, so it gets the plain bytes.
-2. The field is a comma-separated list of ``coding[;q=value]``; codings are case-insensitive,
-   ``x-gzip`` is ``gzip`` (§8.4.1.3), other parameters are ignored. A ``q`` outside the grammar
-   (``0`` to ``1`` with at most three decimals) makes that element count as not listed; the first
-   element that names a coding is the one that counts.
-3. A coding's weight is its own ``q`` (1 when it has none); a coding not listed takes the weight
-   of ``*`` when ``*`` is listed, else 0 (not acceptable).
-4. ``identity`` is acceptable when not listed and ``*`` isn't either (§12.5.3: only
-   ``identity;q=0`` or ``*;q=0`` exclude it), but ranks below any listed coding.
-5. The acceptable coding (weight above 0) with the highest weight wins; on a tie, the smaller
-   answer wins (``br``, then ``gzip``, then ``identity``).
-6. When nothing is acceptable (``identity;q=0`` with no coding we have): ``identity`` all the
-   same. The endpoint never fails; a 406 would leave a launcher with nothing.
+Pure functions. ``choose_encoding(header, available)`` takes the field (None when absent) and the
+codings kept, smallest first, and returns the one to send: ``br``, ``gzip`` or ``identity``.
+Its docstring holds the rules (RFC 9110 §12.5.3); docs/endpoint.md the contract.
 """
 
 from __future__ import annotations
@@ -29,7 +15,7 @@ IDENTITY = "identity"
 BROTLI = "br"
 GZIP = "gzip"
 
-# The codings the endpoint keeps, smallest first: the tie-break of rule 5.
+# The codings the endpoint keeps, smallest first: the tie-break of rule 5 (``choose_encoding``).
 PREFERENCE: tuple[str, ...] = (BROTLI, GZIP, IDENTITY)
 
 _ALIASES = {"x-gzip": GZIP}
@@ -75,7 +61,26 @@ def acceptable_weight(coding: str, weights: dict[str, float]) -> float:
 
 @functools.lru_cache(maxsize=256)  # launchers send a handful of distinct values
 def choose_encoding(header: str | None, available: tuple[str, ...] = PREFERENCE) -> str:
-    """The coding to send, one of ``available`` (ordered smallest first) or ``identity``."""
+    """The coding to send, one of ``available`` (ordered smallest first) or ``identity``.
+
+    The rules (RFC 9110 §12.5.3), in the order they apply:
+
+    1. No ``Accept-Encoding`` field, or an empty one: ``identity``. RFC 9110 lets a server send any
+       coding to a request without the field, but a client that names none (``curl`` without
+       ``--compressed``, a script) usually can't decode one, so it gets the plain bytes.
+    2. The field is a comma-separated list of ``coding[;q=value]``; codings are case-insensitive,
+       ``x-gzip`` is ``gzip`` (§8.4.1.3), other parameters are ignored. A ``q`` outside the grammar
+       (``0`` to ``1`` with at most three decimals) makes that element count as not listed; the first
+       element that names a coding is the one that counts.
+    3. A coding's weight is its own ``q`` (1 when it has none); a coding not listed takes the weight
+       of ``*`` when ``*`` is listed, else 0 (not acceptable).
+    4. ``identity`` is acceptable when not listed and ``*`` isn't either (§12.5.3: only
+       ``identity;q=0`` or ``*;q=0`` exclude it), but ranks below any listed coding.
+    5. The acceptable coding (weight above 0) with the highest weight wins; on a tie, the smaller
+       answer wins (``br``, then ``gzip``, then ``identity``).
+    6. When nothing is acceptable (``identity;q=0`` with no coding we have): ``identity`` all the
+       same. The endpoint never fails; a 406 would leave a launcher with nothing.
+    """
     if header is None or not header.strip():
         return IDENTITY
     weights = parse_accept_encoding(header)

@@ -1,19 +1,9 @@
 """``GET``/``HEAD /v1/craft_apps/release_info``: the latest release of every configured app.
 
-Contract: always 200, or 304 to a matching ``If-None-Match`` (``validators``). The body is built
-from the host's state file once per state version and kept in every coding (``representation``),
-so a request that finds the same version re-reads, re-serializes and compresses nothing (one
-tiny version query); ``Accept-Encoding`` picks the coding (``negotiation``). ``Cache-Control`` is
-``CACHEABLE`` once every app was fetched, ``no-store`` before; 200, 304 and HEAD carry the same
-``ETag``, ``Cache-Control`` and ``Vary``. When the state file can't be read, or is missing (not
-created yet, or deleted and not yet made anew by the poller), the answer is the last good one
-this process served, else the not-fetched-yet answer (``no-store``), and one log line says why.
-The answer comes from the process's runtime (``runtime().answers``, an ``answer_cache``).
-
-``?channel=beta`` asks for the beta channel's answer (``channels``), which keeps every rule
-above with its own bytes and ETag; no ``channel`` or ``channel=stable`` is the stable answer,
-as before channels. Any other ``channel`` is a 400 with ``{"success": false, "error": "<one
-line>"}``, as a download's 404 is.
+``ReleaseInfoView`` (DRF only for the schema) hands each request to ``respond(request)``, which
+returns 200 with the channel's answer, 304 to a matching ``If-None-Match`` or 400 for a refused
+``?channel=``; another method gets 405. The answer comes from the process's answer cache
+(``runtime().answers``); ``respond``'s docstring holds the rest. See docs/endpoint.md.
 """
 
 from __future__ import annotations
@@ -85,6 +75,20 @@ class ReleaseInfoView(APIView):
 
 
 def respond(request: HttpRequest, now: Callable[[], float] = time.time) -> HttpResponse:
+    """The answer to a GET or HEAD: 200 in the coding ``Accept-Encoding`` picks (``negotiation``),
+    304 to a matching ``If-None-Match`` (``validators``), 400 ``{"success": false, "error": "<one
+    line>"}`` for a refused ``?channel=`` (``channels``), as a download's 404 is.
+
+    The body is made from the host's state file once per state version and channel and kept in
+    every coding (``representation``), so a request that finds the same version re-reads,
+    re-serializes and compresses nothing (one tiny version query). ``Cache-Control`` is
+    ``CACHEABLE`` once every app was fetched, ``no-store`` before; 200, 304 and HEAD carry the same
+    ``ETag``, ``Cache-Control`` and ``Vary``. When the state file can't be read or is missing (not
+    created yet, or deleted and not yet made anew by the poller), the answer is the last good one
+    this process served, else the not-fetched-yet answer (``no-store``), and one log line says why.
+    Each channel keeps these rules with its own bytes and ETag; no ``channel`` or
+    ``channel=stable`` is the stable answer, as before channels.
+    """
     channel = requested_channel(request)
     if isinstance(channel, ChannelRefused):
         return refused(request, channel.reason, 400)
