@@ -1,29 +1,11 @@
-"""The endpoint's answer, kept per state version and channel: built from the host's state file
-once per version and channel and kept in every coding, the last good one served when the file
-can't be read.
+"""The endpoint's answer, kept per state version and channel and encoded once in every coding.
 
-One ``AnswerCache`` per web process, held by the process's runtime (``api.runtime``), which
-gives it the state file's store, the notices to serve and the apps on each channel (both from the
-notices feed's background look). What each channel lists is ``serving.serve``'s: this module
-only keeps and encodes it. The stable answer is made as before channels; another channel's
-is made from the same snapshot of the state file, once per stable answer and set of apps on
-the channels, and when it lists the same releases it takes the stable answer's bytes (and brotli and
-gzip forms) as they are: nothing is encoded twice. ``encoded`` counts the answers encoded
-(the benchmark prints it per state version).
-
-The release controls (from the same background look as the notices) are part of what an
-answer is kept for (``AnswerKey``), with each rollout's percentage now, so an edit or a
-schedule's step makes the next answer anew (once per channel), and an edit made while the
-state file can't be read is applied to the last good snapshot: a yank never waits for the file.
-A release policy's schedule moves with the releases' publish times, which the key doesn't hold:
-the answer made with one stands until its next step (``serving.next_policy_change_ms``).
-
-Each answer is encoded with its order (``representation.answer_order``), which its signature
-carries: from what it is made of (the snapshot's fetches, the controls and their steps reached,
-and when the site's controls and notices were last written, ``controls_changed_ms``: what the
-feed's look left, None while it hands none over), so any process holding the same state signs
-the same order; that instant is part of what an answer is kept for, so an edit that changes no
-byte still moves the order on.
+``AnswerCache`` (one per web process, held by ``api.runtime``) takes the state file's store and
+what the notices feed's background read left (notices, release controls, the apps on each
+channel); ``answer(channel)`` returns that channel's ``EncodedAnswer``, made anew only when one of
+them changes, the last good one while the state file can't be read. ``AnswerKey``, ``answer`` and
+``_encode`` say what an answer is kept for, how channels share bytes and how an answer's order is
+made. See docs/endpoint.md.
 """
 
 from __future__ import annotations
@@ -97,7 +79,17 @@ class ControlsNow:
 
 @dataclass(frozen=True)
 class AnswerKey:
-    """What a stable answer is made of: the same key, the same answer."""
+    """What a stable answer is made of: the same key, the same answer.
+
+    The release controls (read from the database with the notices, in the background) are part of
+    it, with each rollout's percentage now, so an edit or a schedule's step makes the next answer
+    anew (once per channel), and an edit made while the state file can't be read is applied to the
+    last good snapshot: a yank never waits for the file. A release policy's schedule moves with the
+    releases' publish times, which the key doesn't hold: the answer made with one stands until its
+    next step (``serving.next_policy_change_ms``). When the site's controls and notices were last
+    written (``ControlsNow.changed_ms``) is part of it too, so an edit that changes no byte still
+    moves the answer's order on.
+    """
 
     path: Path  # the state file
     marker: tuple[tuple[int, ...] | None, int]  # its version marker
@@ -155,7 +147,14 @@ class AnswerCache:
         self.signing: SigningConfig | None = None  # the keys that sign what was served
 
     def answer(self, channel: str = STABLE) -> EncodedAnswer:
-        """The answer of ``channel`` (one of ``channels.CHANNELS``)."""
+        """The answer of ``channel`` (one of ``channels.CHANNELS``).
+
+        What each channel lists is ``serving.serve``'s: this class only keeps and encodes it. The
+        stable answer is made as before channels; another channel's is made from the same snapshot
+        of the state file, once per stable answer and set of apps on the channels, and when it lists
+        the same releases it takes the stable answer's bytes (and brotli and gzip forms) as they
+        are: nothing is encoded twice.
+        """
         stable = self._stable()
         if channel == STABLE:
             return stable
@@ -232,7 +231,14 @@ class AnswerCache:
         releases: HostReleases | None = None,
     ) -> EncodedAnswer:
         """Encodes ``info`` with its order: what it is made of, and the steps a release policy
-        took by now on ``releases`` (the ones it was served from)."""
+        took by now on ``releases`` (the ones it was served from).
+
+        The order (``representation.answer_order``), which the signature carries, comes from the
+        snapshot's fetches, the controls and their steps reached, and when the site's controls and
+        notices were last written (``controls_changed_ms``: None while the feed hands none over),
+        so any process holding the same state signs the same order. ``encoded`` counts the answers
+        encoded (the benchmark prints it per state version).
+        """
         self.encoded += 1
         made_with, changed_ms = (
             (controls.controls, controls.changed_ms) if controls is not None else ((), None)

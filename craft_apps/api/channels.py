@@ -1,13 +1,11 @@
-"""The endpoint's channels on the HTTP side: ``?channel=`` read from a request, a link's query, a
-signature's variant. The channels themselves are ``domain.Channel``; what each serves is
-``serving.serve``.
+"""The endpoint's channels on the HTTP side: the ``?channel=`` parameter, a link's query, a
+signature's variant (the channels are ``domain.Channel``; what each serves, ``serving.serve``).
 
-- **The parameter.** No ``channel`` or ``channel=stable`` is the stable channel, today's answer
-  byte for byte; ``channel=beta`` (any channel's name) that channel. Anything else (another name, an empty
-  value, the parameter given twice) is refused with one line saying why (``ChannelRefused``),
-  which the views answer as a 400.
-- **The variant.** Each channel's answer is signed with its variant (``signing``): "" for the
-  stable channel (as before channels), the channel's name otherwise.
+``requested_channel(request)`` returns the channel asked for (``STABLE`` with no parameter or
+``channel=stable``), or a ``ChannelRefused`` with one line saying why (another name, an empty
+value, the parameter given twice), which the views answer as a 400. ``variant(channel)`` is ""
+for the stable channel (as before channels), the channel's name otherwise.
+See docs/endpoint.md#channels and docs/channels.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""``GET /v1/craft_apps/health``: 200 when this host is healthy, 503 with the problems when not.
+"""``GET``/``HEAD /v1/craft_apps/health``: 200 when this host is healthy, 503 with the problems when not.
 
-Cheap and local: one look at the host's state file per request (three tiny SQLite reads), never
-GitHub or Redis, and never cached (``no-store``), so a probe always sees now. The rules are
-``craft_apps.host.health``'s, the same ``craft_apps_status --check`` applies; ``?rules=`` picks
-some of them (``state_file,poller`` for a load balancer, see docs/operations.md); ``state_file``
-and ``signing`` (a configured key this process can't sign with) always apply.
-
-A web process also says that a configured signing key can't be used in its log: one ERROR line,
-once (``report_unusable_key``). gunicorn runs no system checks, so ``E141``/``E142`` never reach
-a web worker's log; the endpoint and the health endpoint call it on each request, and it looks
-at the settings at most once a second (a clock read otherwise), logging each distinct problem
-once per process, never the key.
+``health(request)`` reads the host's state file once (three tiny SQLite reads; never GitHub or
+Redis; never cached: ``no-store``) and applies ``craft_apps.host.health``'s rules, those of
+``craft_apps_status --check``; ``?rules=`` picks some (400 for an unknown one), ``state_file`` and
+``signing`` always apply. ``report_unusable_key()`` logs once per process that a configured
+signing key can't be used (``UnusableKeyReport`` says why here). See docs/operations.md.
 """
 
 from __future__ import annotations
@@ -43,7 +37,13 @@ LOOK_EVERY_S = 1.0
 
 
 class UnusableKeyReport:
-    """What this process said about its signing keys, and when it looks again."""
+    """What this process said about its signing keys, and when it reads the settings again.
+
+    gunicorn runs no system checks, so ``E141``/``E142`` never reach a web worker's log: the
+    endpoint and the health endpoint call this on each request, it reads the settings at most once
+    a second (a clock read otherwise) and logs each distinct problem once per process (one ERROR
+    line), never the key.
+    """
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic

@@ -1,25 +1,10 @@
-"""``GET /v1/craft_apps/metrics``: Prometheus metrics of this host, one correct set per host.
+"""``GET``/``HEAD /v1/craft_apps/metrics``: this host's Prometheus metrics, one correct set per host.
 
-Two kinds of numbers, two homes, so that whichever web worker answers a scrape shows the same:
-
-- What the poller knows (GitHub requests by outcome, the last quota, Redis errors and mode, the
-  apps' ages and failures, the assets it doesn't serve, the backoff, the lease) lives in the
-  host's state file: the poller adds to its counters table after every tick
-  (``craft_apps.host.counters``) and to its drops table (``craft_apps.host.drops``), and
-  ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
-- What the web process serves and the release controls it applies (each channel's rollout
-  percentage, the controls in force, those naming a tag the host doesn't know, the releases a
-  release policy keeps back: ``api.policy_metrics``) are read from the process's own answers,
-  the notices feed's last look and the state file, never from the database.
-- The endpoint's answers, and the notices feed's failed looks and left-out items
-  (``craft_apps.content.feed``), are counted where they happen, in each web worker, with
-  prometheus_client's multiprocess mode: with ``PROMETHEUS_MULTIPROC_DIR`` set (the same empty
-  directory for every worker of the host) each worker's counts go to a small file there and a
-  scrape sums them all, dead workers' included. Without it, each worker shows only its own
-  answers, which is right only for a single-process server.
-
-Served only when ``METRICS_TOKEN`` is set (404 otherwise), to ``Authorization: Bearer <token>``
-compared in constant time (401 otherwise). The token is never logged.
+``metrics(request)`` answers 404 without ``METRICS_TOKEN``, 401 without ``Authorization: Bearer
+<token>`` (compared in constant time, never logged), else 200 with the text exposition of
+``registry()``: ``HostCollector`` reads the poller's numbers from the host's state file at each
+scrape, and the web workers' own counts are summed through prometheus_client's multiprocess mode.
+``registry``'s docstring says which number lives where. See docs/operations.md.
 """
 
 from __future__ import annotations
@@ -151,7 +136,25 @@ def _plain(text: str, status: int) -> HttpResponse:
 
 def registry() -> CollectorRegistry:
     """The host's collector, and the answers: summed over every worker's file in multiprocess
-    mode, else this process's own counter."""
+    mode, else this process's own counter.
+
+    Two kinds of numbers, two homes, so that whichever web worker answers a scrape shows the same:
+
+    - What the poller knows (GitHub requests by outcome, the last quota, Redis errors and mode, the
+      apps' ages and failures, the assets it doesn't serve, the backoff, the lease) lives in the
+      host's state file: the poller adds to its counters table after every tick
+      (``craft_apps.host.counters``) and to its drops table (``craft_apps.host.drops``), and
+      ``HostCollector`` reads the file at each scrape. No poller state lives in a web worker.
+      What the web process serves and the release controls it applies (each channel's rollout
+      percentage, the controls in force, those naming a tag the host doesn't know, the releases a
+      release policy keeps back: ``api.policy_metrics``) are read from the process's own answers,
+      the notices feed's last read and the state file, never from the database.
+    - The endpoint's answers, and the notices feed's failed reads and left-out items, are counted
+      where they happen, in each web worker: with ``PROMETHEUS_MULTIPROC_DIR`` set (the same empty
+      directory for every worker of the host) each worker's counts go to a small file there and a
+      scrape sums them all, dead workers' included. Without it, each worker shows only its own
+      answers, which is right only for a single-process server.
+    """
     built = CollectorRegistry()
     built.register(HostCollector())
     directory = os.environ.get(MULTIPROC_ENV)
