@@ -1,17 +1,11 @@
 """The downloads page for people: ``/craft_apps/downloads/`` and ``/craft_apps/downloads/<app_key>/``.
 
-Contract: server-rendered from the templates under ``craft_apps/downloads/`` (a site overrides
-any of them), readable without JavaScript and with no asset from elsewhere. ArtCraft Launcher
-comes first as the recommended download, then one card per desktop platform for each app; the
-visitor's platform (``platforms.detect_visitor``) is marked "Your system" and comes first.
-
-A page is rendered once per state version (the endpoint's answer, from the process's runtime),
-variant (the detected system) and app, and kept while what it shows is unchanged
-(``page_cache``); a request that finds it costs about what an endpoint request costs.
-``Vary`` names the headers the variant comes from, and ``Accept-CH`` asks for the CPU hints.
-Cache-Control follows the endpoint: cacheable once every app was fetched. ``?channel=beta``
-shows the releases of the beta channel's answer (``channels``), and its links (to the other
-pages and to the download redirects) keep the channel; an unknown channel is a 400.
+``respond(request, app_key)`` answers ``GET``/``HEAD`` with the page rendered from the templates
+under ``craft_apps/downloads/`` (a site overrides any of them; readable without JavaScript, no
+asset from elsewhere): 200, 304 to its ``ETag``, 404 for an unknown app, 400 for an unknown
+``?channel=``. ArtCraft Launcher comes first as the recommended download, then one card per desktop
+platform for each app, the visitor's (``platforms.detect_visitor``) first, marked "Your system".
+``respond``'s docstring says how a page is kept. See docs/downloads.md.
 """
 
 from __future__ import annotations
@@ -205,6 +199,16 @@ def render_page(
 
 
 def respond(request: HttpRequest, app_key: str | None = None) -> HttpResponse:
+    """The page of ``app_key`` (every app when None) on the channel the request asks for.
+
+    A page is rendered once per state version (the endpoint's answer, from the process's runtime),
+    variant (the detected system) and app, and kept while what it shows is unchanged
+    (``page_cache``): a request that finds it costs about what an endpoint request costs. ``Vary``
+    names the headers the variant comes from, and ``Accept-CH`` asks for the CPU hints.
+    ``Cache-Control`` follows the endpoint: cacheable once every app was fetched. ``?channel=beta``
+    shows the releases of the beta channel's answer (``channels``), and its links (to the other
+    pages and to the download redirects) keep the channel.
+    """
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"

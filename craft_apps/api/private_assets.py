@@ -1,12 +1,9 @@
 """``GET``/``HEAD /v1/craft_apps/assets/<app_key>/<asset_id>/<name>``: a private app's file.
 
-Contract: ``302`` to the short-lived URL GitHub gives for that asset (``github.asset_links``,
-asked with the server's credentials, kept ``KEEP_S``), with ``Cache-Control: REDIRECT_CACHE``,
-short enough that a CDN never serves a redirect past the URL's expiry. Never the file's bytes.
-``404`` ``{"success": false, "error": ...}`` for an app not in ``PRIVATE_APPS`` or an asset
-that no release this host serves holds (a yanked one, one replaced); ``502`` of the same form
-when GitHub gives no URL, with one log line and ``craft_apps_private_asset_failures`` counted
-by kind. The asset must be in a release some channel's answer (``runtime().answers``) lists.
+``respond(request, app_key, asset_id, name)`` answers ``302`` to the short-lived URL GitHub gives
+for that asset (``github.asset_links``), never the file's bytes; ``404`` for an app not in
+``PRIVATE_APPS`` or an asset no served release holds; ``502`` when GitHub gives no URL. Its
+docstring holds the rest. See docs/private.md.
 """
 
 from __future__ import annotations
@@ -85,6 +82,13 @@ def served_asset(app_key: str, asset_id: int, name: str) -> ReleaseAsset | None:
 
 
 def respond(request: HttpRequest, app_key: str, asset_id: int, name: str) -> HttpResponse:
+    """``302`` to the URL GitHub gives (asked with the server's credentials, kept ``KEEP_S``), with
+    ``Cache-Control: REDIRECT_CACHE``, short enough that a CDN never serves a redirect past the
+    URL's expiry. ``404`` ``{"success": false, "error": ...}`` for an app not in ``PRIVATE_APPS`` or
+    an asset that no release this host serves holds (a yanked one, one replaced): the asset must be
+    in a release some channel's answer (``runtime().answers``) lists. ``502`` of the same form when
+    GitHub gives no URL, with one log line and ``craft_apps_private_asset_failures`` counted by kind.
+    """
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"

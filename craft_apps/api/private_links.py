@@ -1,14 +1,9 @@
 """A private app's links: every download URL handed out points at this server's asset view.
 
-GitHub answers an anonymous download of a private repository's file with a 404, so for an app
-named in ``PRIVATE_APPS`` each asset's ``download_url`` (the answer's, the download links', the
-downloads page's) and each Tauri updater file's ``url`` become the path of
-``GET /v1/craft_apps/assets/<app_key>/<asset_id>/<name>`` (``api.private_assets``), which
-redirects to the short-lived URL GitHub gives for that asset: an absolute URL on
-``CDN_PUBLIC_URL`` when it is set, else the path (check W162 warns). An asset stored without
-GitHub's id (a release fetched before the app was marked private) can't be asked for, so it is
-left out until the poller reads the release again. Public apps are returned as they are. Nothing
-here does I/O: the link is made by ``path_of``.
+``served_privately(info, apps)`` takes an answer's release info and the configured apps and
+returns it with each private app's asset ``download_url`` and Tauri updater file ``url`` made the
+path of ``api.private_assets``' view (on ``CDN_PUBLIC_URL`` when set); public apps are returned
+as they are. Nothing here does I/O. See docs/private.md.
 """
 
 from __future__ import annotations
@@ -44,7 +39,14 @@ def served_privately(
     info: ReleaseInfo, apps: Iterable[AppSpec], path_of: PathOf | None = None
 ) -> ReleaseInfo:
     """``info`` with the links of every private app's releases pointing at the asset view
-    (by default on ``CDN_PUBLIC_URL``, ``asset_link``)."""
+    (by default on ``CDN_PUBLIC_URL``, ``asset_link``).
+
+    GitHub answers an anonymous download of a private repository's file with a 404, hence the
+    view, which redirects to the short-lived URL GitHub gives for that asset. Every link handed out
+    changes: the answer's, the download links', the downloads page's and the Tauri updater's. An
+    asset stored without GitHub's id (a release fetched before the app was marked private) can't be
+    asked for, so it is left out until the poller reads the release again.
+    """
     private = {app.key for app in apps if app.private}
     if not private.intersection(info.apps):
         return info

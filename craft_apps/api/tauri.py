@@ -1,23 +1,11 @@
 """``GET``/``HEAD /v1/craft_apps/updates/tauri/<app_key>/<target>/<arch>/<current_version>``:
-Tauri's dynamic update server protocol, so an app's own updater asks us (docs/tauri.md).
+Tauri's dynamic update server protocol, so an app's own updater asks us.
 
-Contract: ``200`` with ``{"version", "pub_date", "url", "signature", "notes"}`` when there is an
-update (``tauri_updates.offer``), else ``204`` with no body; ``304`` to a matching
-``If-None-Match``. The query may add ``channel`` (``channels``), ``bucket`` (0-99, the client's own number
-for staged rollouts; or the ``Craft-Apps-Bucket`` header, hence ``Vary`` on it) and
-``bundle_type`` (the plugin's ``{{bundle_type}}``); other parameters are ignored. An unknown
-app, target or arch is a ``404``, a version that isn't SemVer or a bad ``bucket`` or ``channel``
-a ``400``, each ``{"success": false, "error": "<one line>"}`` as a download's 404 is. Never a
-500.
-
-It reads what ``release_info`` reads, the channel's answer of this process
-(``runtime().answers``), so it waits on nothing slow and every control applies as there; the
-release's updater files came with it. ``Cache-Control`` is the answer's (``no-store`` before the
-first fetch), and an app not fetched yet gets a ``204`` that no cache keeps. The body is compact
-JSON, not compressed (a few hundred bytes). The ETag is weak, a hash of the body
-(``validators``). With a signing key the answer carries ``Craft-Apps-Signature`` with the
-variant ``TauriRequest.variant`` names (docs/signed-feed.md), made once per answer, period and
-keys (``tauri_answers``).
+``respond(request, app_key, target, arch, current_version)`` answers ``200`` with ``{"version",
+"pub_date", "url", "signature", "notes"}`` when there is an update (``tauri_updates.offer``),
+else ``204`` with no body; ``304`` to a matching ``If-None-Match``; ``404`` for an unknown app,
+target or arch; ``400`` for a bad version, ``bucket`` or ``channel``. Its docstring holds the
+rest. See docs/tauri.md.
 """
 
 from __future__ import annotations
@@ -174,6 +162,20 @@ def respond(
     current_version: str,
     now: Callable[[], float] = time.time,
 ) -> HttpResponse:
+    """The update for the app on the client's platform, as the channel serves it. Never a 500.
+
+    The query may add ``channel`` (``channels``), ``bucket`` (0-99, the client's own number for
+    staged rollouts; or the ``Craft-Apps-Bucket`` header, hence ``Vary`` on it) and ``bundle_type``
+    (the plugin's ``{{bundle_type}}``); other parameters are ignored. A refusal is ``{"success":
+    false, "error": "<one line>"}``, as a download's 404 is. It reads what ``release_info`` reads,
+    the channel's answer of this process (``runtime().answers``), so it waits on nothing slow and
+    every control applies as there; the release's updater files came with it. ``Cache-Control`` is
+    the answer's (``no-store`` before the first fetch), so an app not fetched yet gets a ``204``
+    that no cache keeps. The body is compact JSON, not compressed (a few hundred bytes); the ETag
+    is weak, a hash of the body (``validators``). With a signing key the answer carries
+    ``Craft-Apps-Signature`` with the variant ``TauriRequest.variant`` names (docs/signed-feed.md),
+    made once per answer, period and keys (``tauri_answers``).
+    """
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
         response["Allow"] = "GET, HEAD"

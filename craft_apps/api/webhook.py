@@ -1,26 +1,11 @@
 """``POST /v1/craft_apps/github_webhook``: a signed GitHub ``release`` event makes the fleet ask
 GitHub about that app now, ahead of its schedule.
 
-Contract, in this order; nothing is read, written or parsed before the signature is verified:
-
-1. Without ``GITHUB_WEBHOOK_SECRET`` the URL answers 404 to everything, like an unknown one.
-2. Only ``POST`` (405 otherwise). A body over 1 MiB is refused with 413 without being read: the
-   declared ``Content-Length`` first, and reading stops one byte past the limit. A body sent
-   without ``Content-Length`` (chunked, as streaming proxies send it) is read from a server that
-   ends the input at the body's end (``wsgi.input_terminated``, as gunicorn does), with the same
-   bound.
-3. ``X-Hub-Signature-256: sha256=<hex>`` must be the HMAC-SHA256 of the raw body with one of the
-   configured secrets (several while rotating), compared in constant time with every one of
-   them: 401 otherwise.
-4. The body must be a JSON object: 400 otherwise (a hook sending form data says so).
-5. ``ping`` answers 200. A ``release`` event with action published, released, prereleased,
-   edited, deleted or unpublished, for a repository some configured app names (``org/repo``,
-   any case), marks those apps due (``api.refresh``): 202. Anything else: 202, ignored, one
-   debug line. Only ``action`` and ``repository.full_name`` are read from the payload: its
-   release data is never trusted or served, GitHub is asked.
-6. A delivery (``X-GitHub-Delivery``) already taken in the last day does nothing more: 202.
-
-Secrets and signatures are never logged.
+``github_webhook(request)`` answers, in order: 404 without ``GITHUB_WEBHOOK_SECRET``, 405, 413 for
+a body over 1 MiB (read at most one byte past it), 401 (``signature_matches``), 400 unless a JSON
+object; then 200 to ``ping`` and 202 to the rest: a release event for a configured repository
+marks its apps due (``apps_to_refresh``, ``api.refresh``), a delivery taken in the last day does
+nothing more. Nothing is read, written or parsed before the signature is verified. See docs/webhook.md.
 """
 
 from __future__ import annotations
@@ -52,7 +37,7 @@ _DELIVERY = re.compile(r"[0-9A-Za-z._-]{1,100}")  # GitHub sends a GUID; it beco
 def signature_matches(body: bytes, header: str | None, secrets: Sequence[str]) -> bool:
     """Whether ``header`` is ``sha256=`` and the hex HMAC-SHA256 of ``body`` with one of
     ``secrets``. Every secret is compared, each in constant time, so the time taken tells
-    nothing about the signature or which secret matched."""
+    nothing about the signature or which secret matched. Secrets and signatures are never logged."""
     if not header:
         return False
     given = header.strip().encode("utf-8", errors="replace")
@@ -67,7 +52,11 @@ def apps_to_refresh(
     event: str, payload: dict[str, Any], apps: Iterable[AppSpec]
 ) -> tuple[list[AppSpec], str]:
     """The configured apps a delivery asks about, and what it is (for the log); none when it
-    is to be ignored."""
+    is to be ignored (the view then logs one debug line).
+
+    A ``release`` event with an action of ``RELEASE_ACTIONS``, for a repository some configured
+    app names (``org/repo``, any case). Only ``action`` and ``repository.full_name`` are read from
+    the payload: its release data is never trusted or served, GitHub is asked."""
     if event != "release":
         return [], f"a {_short(event)!r} event"
     action = payload.get("action")
