@@ -1,26 +1,10 @@
-"""The answer as sent: its JSON bytes, their gzip and brotli forms, its validator, made once per
-state version and kept, so a request only picks bytes.
+"""The answer as sent: its JSON bytes, their gzip and brotli forms, its ETag and its signature.
 
-- ``represent`` makes every form on the request that first sees a state version: the JSON, its
-  weak ETag (``validators``), gzip at level 9 (~4 ms for the 92 KB answer) and brotli at quality
-  5 (~5 ms): each request after it, in any coding, is served at once.
-- ``Refiner`` then remakes the brotli form at quality 11 off the request path, once the version
-  has stayed current for a second (0.15 to 0.3 s of CPU, 14% smaller than quality 5; brotli
-  releases the GIL meanwhile), and the kept answer takes it when it is still the current one.
-  A launcher that fetches after a release so gets the smallest answer, and a request never
-  waits for it.
-- No zstd: at its highest level the answer is 10% larger than brotli's (13.0 KB against
-  11.8 KB), its speed is of no use for bytes made once per version, and it would add a compiled
-  dependency; every client we expect (browsers, curl, Rust's and Python's HTTP stacks) decodes
-  brotli or gzip.
-- Every form is deterministic (gzip's header carries no time), so every worker and every host
-  sends the same bytes for the same state.
-- ``signed_form`` adds the Ed25519 signature (``craft_apps.kernel.signing``) when a signing key is
-  set: made once per answer (state version and variant), signing period and keys, and kept on
-  the answer, so the requests of a period only pick it; a 304 needs none. It carries the
-  answer's ``order_ms`` (what the answer cache worked out when it made it), which launchers
-  order answers by. Without a key it is
-  the answer's own ETag and no header: byte for byte what is sent unsigned.
+``represent(data, cache_control, release_info)`` returns an ``EncodedAnswer`` holding every form,
+made once per state version by the first request that sees it; ``Refiner`` later recompresses
+its brotli form at the best quality, off the request path; ``signed_form(answer, config, now_s)``
+returns the ETag and ``Craft-Apps-Signature`` header to send it with. Each one's docstring holds
+its rules and figures. See docs/endpoint.md and docs/signed-feed.md.
 """
 
 from __future__ import annotations
@@ -119,7 +103,16 @@ class EncodedAnswer:
 
 def represent(data: Mapping[str, Any], cache_control: str, release_info: ReleaseInfo) -> EncodedAnswer:
     """Every form of the answer whose serialized data is ``data`` (``release_info``: what it
-    was serialized from, kept for the pages that read it)."""
+    was serialized from, kept for the pages that read it).
+
+    The JSON, its weak ETag (``validators``), gzip at level 9 (~4 ms for the 92 KB answer) and
+    brotli at quality 5 (~5 ms), made on the request that first sees a state version: each request
+    after it, in any coding, is served at once. Every form is deterministic (gzip's header carries
+    no time), so every worker and every host sends the same bytes for the same state. No zstd: at
+    its highest level the answer is 10% larger than brotli's (13.0 KB against 11.8 KB), its speed
+    is of no use for bytes made once per version, and it would add a compiled dependency; every
+    client we expect (browsers, curl, Rust's and Python's HTTP stacks) decodes brotli or gzip.
+    """
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return EncodedAnswer(
         body=body,
@@ -133,7 +126,14 @@ def represent(data: Mapping[str, Any], cache_control: str, release_info: Release
 
 def signed_form(answer: EncodedAnswer, config: signing.SigningConfig | None, now_s: float) -> SignedForm:
     """The ETag and headers to send ``answer`` with at ``now_s`` (Unix seconds), signed by
-    ``config``'s keys (``app_settings.SIGNING``, which the caller reads with the other settings)."""
+    ``config``'s keys (``app_settings.SIGNING``, which the caller reads with the other settings).
+
+    With a key, the Ed25519 signature (``craft_apps.kernel.signing``) is made once per answer
+    (state version and variant), signing period and keys, and kept on the answer, so the requests
+    of a period only pick it; a 304 needs none. It carries the answer's ``order_ms`` (what the
+    answer cache worked out when it made it), which launchers order answers by. Without a key it
+    is the answer's own ETag and no header: byte for byte what is sent unsigned.
+    """
     if config is None:
         return SignedForm(answer.etag)
     start = signing.period_start(now_s, config.window_s)
@@ -212,7 +212,11 @@ def start_thread(job: Callable[[], None]) -> None:
 class Refiner:
     """Refines an answer that stayed current for ``after_s`` seconds, once, off the request path.
 
-    The endpoint offers its current answer at each look at the state file. A version replaced
+    Refining remakes the brotli form at quality 11 (brotli releases the GIL meanwhile), and the
+    kept answer takes it when it is still the current one: a launcher that fetches after a release
+    gets the smallest answer, and a request never waits for it.
+
+    The endpoint offers its current answer at each read of the state file. A version replaced
     within ``after_s`` (1 s) is never refined: a host sees a new version every ~9 s (13 apps
     revalidated every 120 s), and under faster churn the work would be thrown away. At most
     one job runs; answers of a variant due meanwhile replace each other, so only the newest is

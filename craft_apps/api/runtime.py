@@ -1,18 +1,11 @@
-"""What one web process keeps between requests, in one object: ``runtime()`` answers it.
+"""What one web process keeps between requests, in one ``Runtime``: ``runtime()`` returns it.
 
-A ``Runtime`` holds the clock the operators' endpoints and the webhook read, one state store
-per state directory (the endpoint, the health and metrics endpoints share it), the endpoint's
-answer cache (``answer_cache``), the downloads pages (``page_cache``), the Tauri updater's
-answers (``tauri_answers``), the notices feed with its
-looker thread (``craft_apps.content.feed``) and what the metrics endpoint says once. It is built
-on the first request that asks; each part reads the settings when it is used, never at import
-or build time, and a store is opened on the first ask for its directory.
-
-``reset()`` forgets every kept answer, page and notice of the process's runtime (its stores and
-the feed's thread stay); Django's ``setting_changed`` runs it for the settings the answers
-depend on, so ``override_settings`` and pytest-django's ``settings`` take effect at once.
-``use(runtime)`` puts a runtime of other parts (a fake clock, no reuse window, a feed on fake
-time) in place for a block, for tests and benchmarks, and closes it at the end.
+A ``Runtime`` holds the clock, one state store per state directory, the endpoint's answer cache
+(``answer_cache``), the downloads pages (``page_cache``), the Tauri updater's answers
+(``tauri_answers``), the notices feed with its background reader thread
+(``craft_apps.content.feed``) and the guarded rollouts' watch. It is built on the first call; each
+part reads the settings when used, never at import or build time. ``reset()`` and ``use(runtime)``
+forget or replace what it keeps (settings changes, tests). See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -97,7 +90,8 @@ class Runtime:
         return store
 
     def state_store(self) -> StateStore:
-        """The store of the configured state directory."""
+        """The store of the configured state directory (the endpoint, the health and metrics
+        endpoints share it)."""
         return self.store(app_settings.STATE_DIR)
 
     def notices(self) -> Notices:
@@ -154,7 +148,10 @@ def start_background() -> None:
 
 
 def reset() -> None:
-    """Forgets what this process's runtime kept (tests, and a change of settings)."""
+    """Forgets what this process's runtime kept (tests, and a change of settings): every kept
+    answer, page and notice; its stores and the feed's thread stay. Django's ``setting_changed``
+    runs it for the settings the answers depend on (``RESET_BY``), so ``override_settings`` and
+    pytest-django's ``settings`` take effect at once."""
     current = _slot.runtime
     if current is not None:
         current.reset()
@@ -173,7 +170,9 @@ def quiet() -> None:
 
 @contextmanager
 def use(replacement: Runtime) -> Iterator[Runtime]:
-    """``replacement`` is this process's runtime for the block; then the one before is back."""
+    """``replacement`` is this process's runtime for the block; then the one before is back and
+    ``replacement`` is closed. Tests and benchmarks pass a runtime of other parts (a fake clock, no
+    reuse window, a feed on fake time)."""
     with _slot.lock:
         before, _slot.runtime = _slot.runtime, replacement
     try:
