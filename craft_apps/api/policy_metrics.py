@@ -1,5 +1,5 @@
 """The metrics of the release policies: each release a policy keeps back, with its percentage
-now and its next step, as this web process applies them (the notices feed's last look and the
+now and its next step, as this web process applies them (what the notices feed last read and the
 host's state file, never the database), and each guarded one's install counts (the fleet's, as
 the guard reads them; only while a guarded release waits). Part of ``api.metrics``' scrape."""
 

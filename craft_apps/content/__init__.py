@@ -1,11 +1,9 @@
 """What operators edit in the Django admin: renames, notices, channels and release controls.
 
-``models`` the tables and the version marker every write bumps; ``items`` the served shapes and
-the publish-window rule (no Django); ``feed`` what one web process serves, read at most once a
-second; ``pacer`` the feed's beat; ``channels`` the channel settings and the release controls,
-for the feed and the poller; ``kept_controls`` the controls kept in the state directory for a
-process that can't read the database yet; ``served_versions`` which version each web process
-serves, for the CDN purge; ``policy_models`` each app's release policy;
-``transfer`` the JSON export and import; ``control_form`` the admin's form of a control.
+``models`` the tables; ``items`` the served shapes (no Django); ``feed`` what a web process
+serves, read at most once a second, and ``pacer`` its timing; ``channels`` channel settings and
+control queries; ``kept_controls`` controls kept in the state directory; ``served_versions`` each
+process's served version; ``policy_models`` release policies; ``transfer`` export and import;
+``control_form`` the admin's control form.
 See docs/renames-and-notices.md, docs/channels.md and docs/controls.md.
 """

@@ -1,13 +1,9 @@
-"""The reports' counts in the fleet's Redis, under ``<prefix>reports:``, each key expiring
-``KEEP_DAYS`` after its last write:
+"""The reports' counts in the fleet's Redis, under ``<prefix>reports:``.
 
-- ``reports:<app>:<version>:<outcome>:reports`` a counter of reports;
-- ``reports:<app>:<version>:<outcome>:installs`` a HyperLogLog of install hashes (12 KiB at
-  most), added to only when the install's outcome for that version is its first;
-- ``reports:seen:<hash of install and version>`` the mark of that first outcome (``SET NX``);
-- ``reports:<app>:versions`` the versions last reported (a sorted set, ``VERSIONS_KEPT``);
-- ``reports:<app>:<version>:day:<YYYY-MM-DD>`` a counter of the installs first counted for the
-  version that day (UTC), for the admin's adoption chart.
+``RedisCounts(client, key_prefix)`` is a store (``counts``): ``add(reports, now_ms)`` counts a
+batch in two round trips (counters, first-outcome marks, a HyperLogLog of installs, installs per
+day) and returns how many were a first outcome; ``counts(apps)`` and ``daily(apps, days)`` read
+them. Every key expires ``KEEP_DAYS`` after its last write. The keys: docs/reports.md.
 """
 
 from __future__ import annotations
