@@ -3,6 +3,7 @@ photocraft not fetched yet (``warm`` fetches it); and Varnish in front of it, as
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,3 +35,12 @@ def varnish(origin: Origin, tmp_path: Path) -> Iterator[Varnish]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No ``CRAFT_APPS_*`` variable but a state directory of the test's own: settings tests."""
+    for name in list(os.environ):
+        if name.startswith("CRAFT_APPS_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("CRAFT_APPS_STATE_DIR", str(tmp_path / "state"))

@@ -4,9 +4,6 @@ real HTTP server; a path that names no class is check E153 and no purge."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from django.test import override_settings
 
@@ -19,16 +16,10 @@ from craft_apps.checks import check_settings
 from craft_apps.conf import app_settings
 from tests.cdn.edge import PurgeEdge
 
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
 BETA = RELEASE_INFO + "?channel=beta"
 CUSTOM = "tests.cdn.query_backend.QueryPurge"
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch, tmp_path: Path):
-    for name in list(os.environ):
-        if name.startswith("CRAFT_APPS_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("CRAFT_APPS_STATE_DIR", str(tmp_path / "state"))
 
 
 def test_the_shipped_backends_are_chosen_by_name():

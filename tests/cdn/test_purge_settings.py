@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -14,15 +13,9 @@ from django.test import override_settings
 from craft_apps.checks import check_settings, placeholder_problems
 from craft_apps.conf import DEFAULT_CLOUDFLARE_API_URL, app_settings
 
+pytestmark = pytest.mark.usefixtures("clean_environment")
+
 TOKEN = "s3cret-cloudflare-token"
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch, tmp_path: Path):
-    for name in list(os.environ):
-        if name.startswith("CRAFT_APPS_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("CRAFT_APPS_STATE_DIR", str(tmp_path / "state"))
 
 
 def messages(**craft_apps: object) -> list[tuple[str | None, str]]:
