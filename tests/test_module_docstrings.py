@@ -35,9 +35,28 @@ def test_the_rule_holds_some_modules() -> None:
 
 # The packages whose module docstrings say what the module holds and what its main function takes
 # and returns, in at most eight lines (issue 39); subpackages included.
-PLAIN = ("github", "host", "fleet", "testing", "admin", "management", "ops", "kernel", "api", "reports")
+PLAIN = (
+    "github",
+    "host",
+    "fleet",
+    "testing",
+    "admin",
+    "management",
+    "ops",
+    "kernel",
+    "api",
+    "reports",
+    "polling",
+)
 PLAIN_MAX_LINES = 8
-PLAIN_MODULES = sorted(p for part in PLAIN for p in (PACKAGE / part).rglob("*.py") if p.name != "__init__.py")
+# Not yet held: the Tauri updater module, shortened as it moves out of the poller (issue 39).
+NOT_YET = {PACKAGE / "polling" / "updater.py"}
+PLAIN_MODULES = sorted(
+    p
+    for part in PLAIN
+    for p in (PACKAGE / part).rglob("*.py")
+    if p.name != "__init__.py" and p not in NOT_YET
+)
 
 
 @pytest.mark.parametrize("path", PLAIN_MODULES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -1,13 +1,10 @@
-"""What the poller drops or is told, said once: one warning per app and release, not per tick.
+"""What the poller drops or is told about an app, logged once per app and release, not per tick.
 
-After each answer the poller hands it here. What it implies for the app (assets dropped by
-reason, the repository renamed on GitHub, a 404 for a repository that had a release, a failure
-for want of credentials GitHub takes) is compared
-with what was last recorded for the app; anything new is logged once as a warning and the app's
-rows in the host's state file (``craft_apps.host.drops``) are replaced, which is where
-``craft_apps_status``, the metrics and the health rule ``gone`` read them. What was warned is
-remembered in those rows, read back at start, so a restarted poller stays quiet about what it
-already said. A row that can't be written is kept and written at the next answer.
+``DropLog.observed(app, outcome, kept, now_ms)`` compares what an answer implies for the app
+(assets dropped by reason, a renamed repository, a 404 for a repository that had a release, a
+failure for want of credentials) with the app's rows in the host's state file
+(``craft_apps.host.drops``): anything new is logged once as a warning and the rows are replaced.
+``DropLog.load()`` reads the rows back at start, so a restarted poller doesn't repeat itself.
 """
 
 from __future__ import annotations
@@ -25,6 +22,12 @@ logger = logging.getLogger(__name__)
 
 
 class DropLog:
+    """Each app's rows of what was dropped or told, as the host's state file keeps them.
+
+    The rows are where ``craft_apps_status``, the metrics and the health rule ``gone`` read them;
+    a row that can't be written is kept and written at the next answer.
+    """
+
     def __init__(self, host: StateStore, web_url: str) -> None:
         self._host = host
         self._web_url = web_url

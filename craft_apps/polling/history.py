@@ -1,13 +1,9 @@
-"""Each app's release history as the poller keeps it: what a new answer does to it.
+"""Each app's release history as the poller keeps it: newest first, at most ``depth`` releases.
 
-Two things feed an app's history. Every release the host sees through ``/releases/latest`` is
-added (by tag, replacing an older copy), so a host knows recent releases even when no app asks
-for the list; and because ``/releases/latest`` is the newest published stable release, a
-stable release in the history published after it is no longer published as stable (deleted,
-made a draft, or made a prerelease) and is removed. GitHub's release list, asked only for the
-apps that need history and once per new release of every app (``ListsOwed``), replaces the
-history whole (a deleted release leaves it) and then takes the latest in too. The history is
-kept newest first, at most ``depth`` releases. Pure functions and bookkeeping: no I/O.
+``with_latest(history, latest)`` returns the history after GitHub's ``/releases/latest`` answered
+``latest``; ``from_list(listed, latest)`` returns the history GitHub's release list gives, which
+replaces the old one whole. ``ListsOwed`` says which apps need their release list asked. Pure
+functions and bookkeeping: no I/O.
 """
 
 from __future__ import annotations
@@ -25,7 +21,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def with_latest(
     history: Sequence[Release], latest: Release, depth: int = DEFAULT_DEPTH
 ) -> tuple[Release, ...]:
-    """``history`` having seen ``latest`` as GitHub's latest release (see the module)."""
+    """``history`` having seen ``latest`` as GitHub's latest release: ``latest`` added (replacing
+    an older copy of its tag), and a stable release published after it removed, since
+    ``/releases/latest`` is the newest published stable release (that one was deleted, made a
+    draft or made a prerelease)."""
     latest_at = latest.published_at or _EPOCH
     kept = [
         release
@@ -38,7 +37,8 @@ def with_latest(
 def from_list(
     listed: Sequence[Release], latest: Release | None, depth: int = DEFAULT_DEPTH
 ) -> tuple[Release, ...]:
-    """The history GitHub's release list gives, with the latest release taken in."""
+    """The history GitHub's release list gives (a deleted release leaves it), with the latest
+    release taken in."""
     history = newest_first(listed)[:depth]
     return history if latest is None else with_latest(history, latest, depth)
 

@@ -1,12 +1,10 @@
-"""The poller's loop while it holds the lease, apart from how the process is put together.
+"""The poller's loop while this process holds the lease, apart from how the process is built.
 
-``build_poller_parts`` reads the settings and makes what a poller process polls with (the state
-file, the release source from the maker it is handed, the shared store, the timing);
-``PollingLoop`` runs one custody of the lease: load the host's state, warm start, an optional
-startup delay, then tick after tick with the lease renewed, refresh wake-ups taken, each tick
-tallied and the step-down rules applied. The process (``craft_apps.polling.process``), the
-benchmarks and the tests all run this loop, so what they measure and assert is what runs in
-production.
+``build_poller_parts(clock, make_source=...)`` reads the settings and returns the ``PollerParts``
+a poller polls with (the state file, the release source, the shared store, the timing).
+``PollingLoop(poller, wakeups, lease=..., ...).run()`` loads the host's state, takes the fleet's
+releases, waits an optional start-up delay, then runs tick after tick with the lease renewed
+until asked to stop or the lease is lost. The process, the benchmarks and the tests all run it.
 """
 
 from __future__ import annotations
@@ -89,7 +87,8 @@ def _shared_store(hostname: str | None) -> SharedStore | None:
 
 class PollingLoop:
     """Polls while ``lease`` is held: returns when asked to stop, after one round with ``once``,
-    or when the lease is lost or another poller's fenced write refused ours (logged)."""
+    or when the lease is lost or another poller's fenced write refused ours (logged). Each tick
+    takes the refreshes asked for first and is tallied after."""
 
     def __init__(
         self,

@@ -1,12 +1,10 @@
-"""The poller process: the lease, standing by and a clean stop (the loop is ``polling.loop``).
+"""The poller process: waits for the lease, polls while it holds it, stops cleanly.
 
-One active poller per state directory: the runner waits as a standby until it holds the lease,
-polls while it holds it, and steps down to standby when it learns (a refused fenced write, a
-lost renewal) that another process took over. A state file that can't be written when it
-starts (read-only, disk full, locked for longer than the lock wait, a symbolic link) ends it
-with status 1 and the file and cause named, never as "another poller is active". A stop request
-ends any wait at once; the round in flight ends after its current request, and a clean stop
-expires the lease in place so a standby takes over within seconds.
+``PollerRunner(make_source=...).run()`` waits as a standby until it holds the state directory's
+lease, polls with ``polling.loop`` while it holds it, stands by again when another process took
+over, and returns the exit status. A state file that can't be written at start ends it with the
+file and cause named. A stop request ends any wait at once, and a clean stop expires the lease
+so a standby takes over within seconds. See docs/poller.md.
 """
 
 from __future__ import annotations
@@ -53,6 +51,14 @@ class _LeaseUnwritable(Exception):
 
 
 class PollerRunner:
+    """One poller process: standby, polling and a clean stop for one state directory.
+
+    It steps down to standby when it learns (a refused fenced write, a lost renewal) that another
+    process took over. A state file it can't write at start (read-only, disk full, locked past the
+    lock wait, a symbolic link) is reported as such, never as "another poller is active". After a
+    stop request the round in flight ends after its current request.
+    """
+
     def __init__(
         self,
         *,

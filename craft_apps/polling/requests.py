@@ -1,14 +1,10 @@
 """What one poller knows of the refreshes asked for ahead of schedule, app by app.
 
-A mark (from Redis or the host's state file) is taken once: a mark no newer than one already
-taken is old news. A taken refresh is pending until this host started a request about the app
-at or after it was asked for, or until another host's answer to such a request is here (a
-fetch, a 304 or a failure no older than that host's claim): knowing the claim alone is not
-enough, so a host that lost the claim keeps looking every second and serves the winner's answer
-at its first look after it lands. ``schedule.requested_due`` decides when a pending refresh
-makes the app due; while another host's claim awaits its answer (``REFRESH_GAP_MS`` from when
-this host learnt of it), this one doesn't ask. Times of another host's clock that lie ahead of
-this one count as now, so a receiving host whose clock runs ahead can't keep a refresh pending.
+``RefreshRequests.take(app, requested_ms, now_ms)`` notes a refresh request (from Redis or the
+host's state file) and returns whether it is new; ``due(app, ...)`` returns whether a pending
+refresh makes the app due now; ``started(app, now_ms)`` and ``claimed_elsewhere(app, now_ms)``
+record a request made by this host or claimed by another. ``awaiting(now_ms)`` says whether a
+recent refresh still waits for its answer.
 """
 
 from __future__ import annotations
@@ -22,6 +18,17 @@ PATIENCE_MS = 60_000
 
 
 class RefreshRequests:
+    """The refreshes one poller has taken, pending until their answer is here.
+
+    A mark no newer than one already taken is old news. A refresh is pending until this host
+    started a request about the app at or after it was asked for, or another host's answer to
+    such a request is here (a fetch, a 304 or a failure no older than that host's claim): the
+    claim alone isn't enough, so a host that lost the claim checks every second and serves the
+    winner's answer once it lands. While another host's claim awaits its answer (for
+    ``REFRESH_GAP_MS``), this one doesn't ask. Another host's times ahead of this clock count as
+    now, so a host whose clock runs ahead can't keep a refresh pending.
+    """
+
     def __init__(self) -> None:
         self._taken: dict[str, int] = {}  # app -> the newest mark taken, as written
         self._pending: dict[str, int] = {}  # app -> when the refresh was asked for (our clock at most)

@@ -1,16 +1,9 @@
 """SIGTERM and SIGINT for the poller process: the first stops it gracefully, a second at once.
 
-The first signal asks the runner to stop: waits end at once, the request in flight may finish for
-``GRACE_S``, and the process exits 0 (the lease expired in place so a standby takes over). A second
-signal exits 130 at once.
-
-Signals are taken through ``signal.set_wakeup_fd``: the interpreter's own C handler writes each
-signal's number to a pipe, from whichever thread the kernel picked, and a thread started
-beforehand reads it and does everything else; the Python-level handler does nothing. Two designs
-this replaces hung for good when two signals came together: a handler that logs, sets an event or
-starts a thread runs on the main thread between any two bytecodes and can find it holding the very
-lock it needs; and a handler of any kind runs only once the main thread gets back to Python, which
-a signal the kernel gave another thread doesn't hurry while the main thread waits on a socket.
+``StopOnSignals(runner)`` is a context manager: on the first signal the runner is asked to stop,
+waits end at once, the request in flight may finish for ``GRACE_S`` and the process exits 0 (the
+lease expired so a standby takes over); a second signal exits 130 at once. Signals arrive through
+``signal.set_wakeup_fd`` and a thread of its own handles them. See docs/poller.md.
 """
 
 from __future__ import annotations
@@ -49,7 +42,15 @@ _DONE = 0  # written on leaving: the watching thread ends (no signal has the num
 
 class StopOnSignals:
     """While entered (main thread only: Python takes signals there), SIGTERM and SIGINT stop
-    ``runner`` as the module says; leaving restores the handlers that were there before."""
+    ``runner`` gracefully, a second at once; leaving restores the handlers that were there before.
+
+    The interpreter's own C handler writes each signal's number to a pipe (``set_wakeup_fd``),
+    from whichever thread the kernel picked; a thread started beforehand reads it and does
+    everything else, and the Python-level handler does nothing. A Python handler that logs, sets
+    an event or starts a thread hung for good when two signals came together: it runs on the main
+    thread between two bytecodes and can find it holding the very lock it needs, and it runs only
+    once the main thread gets back to Python, which may wait on a socket.
+    """
 
     def __init__(
         self,

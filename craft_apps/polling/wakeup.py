@@ -1,15 +1,9 @@
-"""The wait between ticks, which notices a refresh asked for ahead of schedule within a second.
+"""The pause between ticks, which notices within a second a refresh asked for ahead of schedule.
 
-``WakeUps.wait`` stands in for the runner's sleep between ticks: it sleeps in steps of
-``WAKE_CHECK_MS`` and after each looks whether a refresh was asked for. With the fleet that look
-is one ``GET`` of a counter in Redis (the marks themselves are read only when it moved); alone,
-or while Redis is in trouble, it is one tiny query of the host's state file. News runs a tick at
-once, and so does a refresh still awaiting its answer (another host's), every second, for up to
-``PATIENCE_MS``: so the host that wins the claim asks GitHub within about a second of the
-webhook, and the others take its answer from Redis within about a second more.
-
-A mark on the host's state file that didn't reach Redis (the web worker couldn't write there) is
-passed on to the fleet by the poller before it acts on it; without Redis the host acts alone.
+``WakeUps.wait(seconds)`` replaces the runner's sleep between ticks: it sleeps in steps of
+``WAKE_CHECK_MS``, checks after each whether a refresh was asked for (one Redis ``GET`` with the
+fleet, one small read of the host's state file alone) and runs a tick at once when so. It
+returns False when asked to stop, True at the end of the pause.
 """
 
 from __future__ import annotations
@@ -31,6 +25,16 @@ _UNREAD = b"\x00unread"  # no counter read yet: the first look reads the marks
 
 
 class WakeUps:
+    """Refreshes asked for between ticks, checked every ``WAKE_CHECK_MS`` during the pause.
+
+    With the fleet a check is one ``GET`` of a counter in Redis (the marks are read only when it
+    moved); alone, or while Redis is in trouble, one small read of the host's state file. A
+    refresh still awaiting another host's answer runs a tick every second for up to
+    ``PATIENCE_MS``: the host that wins the claim asks GitHub within about a second of the
+    webhook, and the others take its answer from Redis within about a second more. A mark on the
+    host's state file that didn't reach Redis is passed on to the fleet before the poller acts.
+    """
+
     def __init__(
         self,
         poller: Poller,
