@@ -4,7 +4,7 @@ Python/Django pair, each in its own virtual environment under ``.nox/``.
 ``nox -l`` lists the pairs; ``nox -s "tests(3.12-6.0)"`` runs one (arguments after ``--`` go to
 pytest); ``bash .ci/test`` runs the linters once, then every pair. An environment is built once and
 reused while ``requirements/`` and ``pyproject.toml`` are unchanged (a stamp in it says which);
-pip's cache makes a rebuild take seconds, not a download.
+uv (``requirements/lint.txt``) builds one in seconds from its cache.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ DJANGOS: dict[str, tuple[str, ...]] = {
     "6.1": ("3.12", "3.13"),  # and 3.14, which no registry here offers: untested (the docs say so)
 }
 PAIRS = [(python, django) for python in PYTHONS for django, pythons in DJANGOS.items() if python in pythons]
-# Where the tests marked slow run too: the oldest pair and the newest pair.
-EVERY_TEST_PAIRS = frozenset({"3.10-4.2", "3.13-6.1"})
+# The tests marked slow run once: half of them on the oldest pair, half on the newest.
+SLOW_SHARES = {"3.10-4.2": "1/2", "3.13-6.1": "2/2"}
 STAMP = ".requirements.sha256"
 
 nox.options.sessions = ["tests"]
@@ -74,7 +74,7 @@ def install(session: nox.Session, *requirement_files: str) -> None:
     stamp.write_text(want)
 
 
-@nox.session(venv_backend="venv")
+@nox.session(venv_backend="uv")
 @nox.parametrize(
     ("python", "django"),
     [(interpreter(python), django) for python, django in PAIRS],
@@ -85,8 +85,9 @@ def tests(session: nox.Session, django: str) -> None:
     session.run("python", "manage.py", "check", "--fail-level", "WARNING")
     session.run("python", "manage.py", "spectacular", "--validate", "--fail-on-warn", "--file", os.devnull)
     pair = session.name.partition("(")[2].rstrip(")")  # tests(3.12-6.0): its id
-    # The tests marked slow (real processes: gunicorn, pollers, fleets, wheels, a browser) run on
-    # the pairs at the ends of the matrix (and in .venv, the development pair); every other pair runs the
-    # rest, which covers what differs between Pythons and Djangos. A later -m in the arguments wins.
-    only = [] if pair in EVERY_TEST_PAIRS else ["-m", "not slow"]
+    # The tests marked slow (real processes: gunicorn, pollers, fleets, wheels, a browser) are
+    # shared between the pairs at the ends of the matrix; every pair runs the rest, which covers
+    # what differs between Pythons and Djangos. A later -m in the arguments wins.
+    share = SLOW_SHARES.get(pair)
+    only = ["--slow-share", share] if share else ["-m", "not slow"]
     session.run("pytest", "-q", "-n", "2", *only, *session.posargs)

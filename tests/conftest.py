@@ -22,6 +22,7 @@ import redis
 
 from craft_apps.testing.clock import FakeClock
 from tests.fleet.server import RedisServer, RedisServerMissing
+from tests.support.slow_share import outside_share, parse_share
 
 if TYPE_CHECKING:
     from craft_apps.api.runtime import Runtime
@@ -99,3 +100,25 @@ def install_runtime() -> Iterator[Callable[..., Runtime]]:
 
     with ExitStack() as stack:
         yield lambda **parts: stack.enter_context(use(Runtime(**parts)))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--slow-share",
+        metavar="K/N",
+        help="Run only the K-th of N shares of the tests marked slow (a share is a set of files); "
+        "the matrix shares them between its two end pairs.",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the slow tests outside ``--slow-share K/N``; keep every other test."""
+    share = config.getoption("--slow-share")
+    if not share:
+        return
+    slow = [item.nodeid for item in items if item.get_closest_marker("slow")]
+    outside = outside_share(slow, *parse_share(str(share)))
+    dropped = [item for item in items if item.nodeid in outside]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item.nodeid not in outside]

@@ -71,9 +71,10 @@ def test_a_release_and_a_yank_reach_every_launcher_straight_at_the_origin(tmp_pa
 
 @pytest.mark.slow
 @ONE_AT_A_TIME
-def test_every_poll_through_varnish_and_nginx_is_answered_through_an_outage(tmp_path: Path):
-    runs = run_bench(tmp_path, "--proxy", "varnish,nginx", "--phases", "outage", "--outage", "3")
-    assert [r["options"]["proxy"] for r in runs] == ["varnish", "nginx"]
+@pytest.mark.parametrize("proxy", ["varnish", "nginx"])
+def test_every_poll_through_a_proxy_is_answered_through_an_outage(tmp_path: Path, proxy: str):
+    runs = run_bench(tmp_path, "--proxy", proxy, "--phases", "outage", "--outage", "3")
+    assert [r["options"]["proxy"] for r in runs] == [proxy]
     for run in runs:
         steady, outage = phase(run, "steady"), phase(run, "outage")
         # Dozens of polls a second, and the proxy asks the origin at most once in the window.
