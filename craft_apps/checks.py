@@ -218,6 +218,12 @@ CHECKS: dict[str, Check] = {
         "A GitHub App is half configured: {missing} is not set; the GitHub App is not used.",
         "Set both {app_id_setting} and {app_key_setting}, or neither.",
     ),
+    "start_background_missing": Check(
+        "craft_apps.W171",
+        "MIDDLEWARE lacks {middleware!r}; each web worker starts its guarded rollouts' watch and "
+        "notices read at its first request, not when it starts.",
+        "Add it: MIDDLEWARE += [{middleware!r}] (docs/installation.md).",
+    ),
     "redis_shared_url": Check(
         "craft_apps.W006",
         "{where}['LOCATION'] is also the LOCATION of {sharing}; "
@@ -276,6 +282,17 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
 @register(TAG, deploy=True)
 def check_placeholder_secrets(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     return [_message(finding(problem)) for problem in placeholder_problems()]
+
+
+START_BACKGROUND = "craft_apps.api.startup.StartBackground"
+
+
+@register(TAG)
+def check_background_start(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Warn when MIDDLEWARE can't start each web worker's background tasks when it starts."""
+    if START_BACKGROUND in getattr(settings, "MIDDLEWARE", ()):
+        return []
+    return [_message(finding(Problem("start_background_missing", {"middleware": START_BACKGROUND})))]
 
 
 PLACEHOLDER = re.compile(r"change[-_ ]?me", re.IGNORECASE)

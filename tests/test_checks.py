@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.test import override_settings
 
-from craft_apps.checks import check_settings
+from craft_apps.checks import check_background_start, check_settings
 
 REDIS_ALIAS = {
     "BACKEND": "django_redis.cache.RedisCache",
@@ -59,7 +59,7 @@ def test_demo_site_check_is_clean():
 def test_the_checks_have_their_own_tag_and_only_the_placeholder_one_is_deploy_only():
     every = registry.get_checks(include_deployment_checks=True)
     ours = [check for check in every if check.__module__ == "craft_apps.checks"]
-    assert [check.tags for check in ours] == [("craft_apps",), ("craft_apps",)]
+    assert [check.tags for check in ours] == [("craft_apps",)] * 3
     always = set(registry.get_checks(include_deployment_checks=False))
     from craft_apps.checks import check_placeholder_secrets
 
@@ -309,3 +309,11 @@ def test_w008_check_deploy_on_the_production_example_as_shipped(tmp_path: Path):
     )
     assert len(found) == 4 and all(any(where in line for line in found) for where in wheres), report
     assert "CHANGE-ME-16" not in report
+
+
+def test_w171_a_site_without_the_start_middleware_is_warned(settings):
+    assert check_background_start() == []  # the demo site lists it
+    settings.MIDDLEWARE = [m for m in settings.MIDDLEWARE if not m.endswith("StartBackground")]
+    [message] = check_background_start()
+    assert message.id == "craft_apps.W171" and message.level == WARNING
+    assert "craft_apps.api.startup.StartBackground" in f"{message.msg} {message.hint}"
