@@ -29,6 +29,8 @@ logger = logging.getLogger(POLLER_LOG)
 
 
 class Answers:
+    """Takes each answer GitHub gives in a round: into memory, the state file and the fleet."""
+
     def __init__(
         self,
         state: PollState,

@@ -16,6 +16,8 @@ from craft_apps.polling.state import PollState
 
 
 class FleetShares:
+    """Writes an app's answer or release history to the fleet's Redis."""
+
     def __init__(self, shared: SharedStore, state: PollState, redis_log: RedisTroubleLog) -> None:
         self.shared = shared
         self.state = state

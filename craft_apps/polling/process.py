@@ -53,10 +53,10 @@ class _LeaseUnwritable(Exception):
 class PollerRunner:
     """One poller process: standby, polling and a clean stop for one state directory.
 
-    It steps down to standby when it learns (a refused fenced write, a lost renewal) that another
-    process took over. A state file it can't write at start (read-only, disk full, locked past the
-    lock wait, a symbolic link) is reported as such, never as "another poller is active". After a
-    stop request the round in flight ends after its current request.
+    It steps down to standby when it learns (a write refused for an outdated lease, a lost
+    renewal) that another process took over. A state file it can't write at start (read-only,
+    disk full, locked past the lock wait, a symbolic link) is reported as such, never as "another
+    poller is active". After a stop request the round in flight ends after its current request.
     """
 
     def __init__(

@@ -21,6 +21,8 @@ logger = logging.getLogger(POLLER_LOG)
 
 
 class StateChecks:
+    """Checks a state read back (repository, today's rules, updater files) before it is served."""
+
     def __init__(
         self,
         state: PollState,

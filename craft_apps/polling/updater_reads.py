@@ -30,6 +30,8 @@ logger = logging.getLogger(POLLER_LOG)
 
 
 class UpdaterReads:
+    """Reads the updater files a round owes, serves each app with them and shares it."""
+
     def __init__(
         self,
         state: PollState,
