@@ -28,6 +28,7 @@ LAYERS: dict[str, float] = {
     "kernel.codec": 1,
     "kernel.versions": 1,  # a tag read as a version and which release is newest: pure
     "kernel.signing": 1,  # the Ed25519 signature and its reference verifier, for launcher authors
+    "kernel.actions": 1.5,  # one class per control action and their registry (uses versions)
     "conf": 2,
     "kernel.controls": 2,  # hold, yank and staged rollout: the rule, its check and its codec
     "kernel.source": 2,  # what the poller asks of a release source; github implements it

@@ -2,8 +2,8 @@
 
 ``compat`` Python 3.11's additions for 3.10; ``domain`` shared types; ``instants`` times;
 ``clock`` time as a dependency; ``codec`` a release's JSON; ``versions`` tags as versions;
-``signing`` the Ed25519 signature; ``controls`` hold, yank, rollout; ``policies`` release
-policies; ``guard`` a guarded rollout's step or pause; ``serving`` what each channel serves;
-``tauri_updates`` the Tauri updater's offer; ``text`` one-line text; ``source`` what the poller
-asks of a release source. See docs/architecture.md.
+``signing`` the Ed25519 signature; ``controls`` hold, yank, rollout (``actions`` one class
+each); ``policies`` release policies; ``guard`` a guarded rollout's step or pause; ``serving``
+what each channel serves; ``tauri_updates`` the Tauri updater's offer; ``text`` one-line text;
+``source`` what the poller asks of a release source. See docs/architecture.md.
 """

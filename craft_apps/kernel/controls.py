@@ -14,15 +14,23 @@ from datetime import datetime
 from difflib import get_close_matches
 from typing import Any, TypeGuard
 
+from craft_apps.kernel.actions.base import EVERY_CHANNEL as EVERY_CHANNEL
+from craft_apps.kernel.actions.base import FULL as FULL
+from craft_apps.kernel.actions.base import Action
+from craft_apps.kernel.actions.hold import Hold
+from craft_apps.kernel.actions.registry import named, names
+from craft_apps.kernel.actions.rollout import StagedRollout
+from craft_apps.kernel.actions.yank import Yank
 from craft_apps.kernel.compat import fromisoformat
 from craft_apps.kernel.domain import Channel, Release, Rollout, is_stored_time, tag_problem
 from craft_apps.kernel.instants import datetime_to_ms, format_rfc3339, ms_to_datetime
 from craft_apps.kernel.versions import newest, tag_version
 
-HOLD = "hold"
-YANK = "yank"
-ROLLOUT = "rollout"
-ACTIONS = (HOLD, YANK, ROLLOUT)
+# The actions' stored names (one class each, ``kernel.actions``).
+HOLD = Hold.name
+YANK = Yank.name
+ROLLOUT = StagedRollout.name
+ACTIONS = names()
 # A release policy and its approvals travel with the controls (``policies`` says what they do).
 STAGED = "staged"
 GUARDED = "guarded"  # staged, moving on only while the release is healthy (``guard``)
@@ -30,8 +38,6 @@ APPROVAL = "approval"
 APPROVED = "approved"
 GUARD = "guard"  # what a guarded policy decided for one tag: its percentage, paused or not
 POLICY_ACTIONS = (STAGED, GUARDED, APPROVAL, APPROVED, GUARD)
-EVERY_CHANNEL = ""
-FULL = 100  # the percentage at which a rollout is complete
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +62,13 @@ class Control:
     paused_at_ms: int | None = None  # a paused rollout stays where it stood then
     since_ms: int | None = None  # a release policy's: when it took effect (``policies``)
 
+    @property
+    def kind(self) -> Action:
+        """What its action does (``kernel.actions``); the base ``Action`` for a policy's."""
+        return named(self.action)
+
     def applies_to(self, channel: str) -> bool:
-        return self.action == YANK or self.channel in (EVERY_CHANNEL, channel)
+        return self.kind.every_channel or self.channel in (EVERY_CHANNEL, channel)
 
     def percentage_at(self, now_ms: int) -> int:
         """A rollout's percentage at ``now_ms``: its last step reached (a paused one counts
@@ -71,13 +82,13 @@ class Control:
 
     def next_change_ms(self, now_ms: int) -> int | None:
         """When the rollout's percentage changes next on its own; None for none."""
-        if self.action != ROLLOUT or self.paused_at_ms is not None:
+        if not self.kind.scheduled or self.paused_at_ms is not None:
             return None
         return next((step.at_ms for step in self.steps if step.at_ms > now_ms), None)
 
     def in_force(self, now_ms: int) -> bool:
         """Whether it changes what is served: a rollout at 100 % no longer does."""
-        return self.action != ROLLOUT or self.percentage_at(now_ms) < FULL
+        return not self.kind.scheduled or self.percentage_at(now_ms) < FULL
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,21 +97,6 @@ class Served:
 
     latest_release: Release | None
     rollout: Rollout | None = None
-
-
-def _above(release: Release, tag: str, known: Mapping[str, Release]) -> bool:
-    """Whether ``release`` is newer than the release tagged ``tag``. Versions compare by
-    precedence; otherwise by publish time when both are known; a release that can't be placed
-    is not above."""
-    if release.tag == tag:
-        return False
-    mine, theirs = tag_version(release.tag), tag_version(tag)
-    if mine is not None and theirs is not None:
-        return mine.compare(theirs) > 0
-    other = known.get(tag)
-    if other is None or release.published_at is None or other.published_at is None:
-        return False
-    return release.published_at > other.published_at
 
 
 def serve(
@@ -126,16 +122,11 @@ def serve(
     for release in (listed, *pool):
         if release is not None:
             known.setdefault(release.tag, release)
-    yanked = {c.tag for c in mine if c.action == YANK}
-    candidates = [r for r in known.values() if r.tag not in yanked]
-    for hold in (c for c in mine if c.action == HOLD):
-        candidates = [r for r in candidates if not _above(r, hold.tag, known)]
+    candidates = list(known.values())
     offered: Rollout | None = None
-    for staged in (c for c in mine if c.action == ROLLOUT):
-        target = next((r for r in candidates if r.tag == staged.tag), None)
-        candidates = [r for r in candidates if r.tag != staged.tag and not _above(r, staged.tag, known)]
-        if target is not None:
-            offered = Rollout(target, staged.percentage_at(now_ms))
+    for control in sorted(mine, key=lambda c: c.kind.rank):  # each action's part, in rank order
+        candidates, offer = control.kind.narrow(control, candidates, known, now_ms)
+        offered = offered if offer is None else offer
     subject = newest(None, [r for r in candidates if r.tag in withheld])
     candidates = [r for r in candidates if r.tag not in withheld]
     if offered is None and subject is not None and (share := withheld[subject.tag]) is not None:
@@ -152,7 +143,7 @@ def next_change_ms(controls: Iterable[Control], now_ms: int) -> int | None:
 
 def percentages(controls: Iterable[Control], now_ms: int) -> tuple[int, ...]:
     """Each control's percentage at ``now_ms`` (0 for a hold or a yank): what changes on its own."""
-    return tuple(c.percentage_at(now_ms) if c.action == ROLLOUT else 0 for c in controls)
+    return tuple(c.percentage_at(now_ms) if c.kind.scheduled else 0 for c in controls)
 
 
 def by_app(controls: Iterable[Control]) -> dict[str, tuple[Control, ...]]:
@@ -311,39 +302,42 @@ def problems(controls: Sequence[Control]) -> list[Problem]:
     a hold on a yanked tag, two holds (or two rollouts) of one app on one channel,
     a tag yanked twice. A tag the host has no release of is not one (``waiting``)."""
     found: list[Problem] = []
-    yanks: dict[tuple[str, str], int] = {}
+    withdrawn: dict[tuple[str, str], Control] = {}
     for index, control in enumerate(controls):
-        if control.action == YANK:
+        if control.kind.withdraws:
             key = (control.app_key, control.tag)
-            if key in yanks:
-                found.append(Problem(index, "tag", f"{control.tag} of {control.app_key} is already yanked."))
-            yanks.setdefault(key, index)
+            if key in withdrawn:
+                message = f"{control.tag} of {control.app_key} is already {control.kind.done}."
+                found.append(Problem(index, "tag", message))
+            withdrawn.setdefault(key, control)
     scopes: dict[tuple[str, str], int] = {}
     for index, control in enumerate(controls):
-        own = list(_own_problems(index, control))
-        found.extend(own)
-        if control.action in (HOLD, ROLLOUT):
-            found.extend(_scope_problems(index, controls, yanks, scopes))
+        found.extend(_own_problems(index, control))
+        found.extend(_scope_problems(index, controls, withdrawn, scopes))
     return found
 
 
 def _scope_problems(
     index: int,
     controls: Sequence[Control],
-    yanks: Mapping[tuple[str, str], int],
+    withdrawn: Mapping[tuple[str, str], Control],
     scopes: dict[tuple[str, str], int],
 ) -> Iterable[Problem]:
-    """What is wrong with a hold or a rollout among the others: a hold on a yanked tag, or a
-    second one of its app on a channel (``scopes`` notes the first of each)."""
+    """What is wrong with a control among the others: a hold on a yanked tag, or a second
+    hold or rollout of its app on a channel (``scopes`` notes the first of each)."""
     control = controls[index]
-    # A rollout's release may be yanked (the brake for a rollout gone bad: the yank wins); a
-    # hold on one contradicts it.
-    if control.action == HOLD and (control.app_key, control.tag) in yanks:
+    # A rollout's release may be yanked (to stop a rollout gone bad: the yank wins); a hold on
+    # one contradicts it.
+    by = withdrawn.get((control.app_key, control.tag))
+    if control.kind.refused_when_withdrawn and by is not None:
         yield Problem(
             index,
             "tag",
-            f"{control.tag} of {control.app_key} is yanked: hold at another tag, or delete the yank first.",
+            f"{control.tag} of {control.app_key} is {by.kind.done}: {control.action} at another tag, "
+            f"or delete the {by.action} first.",
         )
+    if not control.kind.one_per_channel:
+        return
     for channel in _channels_of(control):
         other = scopes.setdefault((f"{control.app_key}/{control.action}", channel), index)
         if other != index:
@@ -419,22 +413,5 @@ def _own_problems(index: int, control: Control) -> Iterable[Problem]:
         yield Problem(
             index, "tag", f"{wrong[0].upper()}{wrong[1:]}: write the tag as git names it, such as v1.2.0."
         )
-    if control.action == YANK and control.channel != EVERY_CHANNEL:
-        yield Problem(index, "channel", "A yank applies on every channel: leave the channel empty.")
-    if control.action != ROLLOUT:
-        if control.percentage or control.steps or control.paused_at_ms is not None:
-            yield Problem(
-                index,
-                "percentage",
-                f"Only a rollout has a percentage, a schedule or a pause; a {control.action} has none.",
-            )
-        return
-    if not 0 <= control.percentage <= FULL:
-        yield Problem(index, "percentage", f"Give a percentage from 0 to 100, not {control.percentage}.")
-    elif control.steps and control.steps[0].percentage < control.percentage:
-        yield Problem(
-            index,
-            "schedule",
-            f"The schedule's first step ({control.steps[0].percentage} %) is below the starting "
-            f"{control.percentage} %; a schedule only goes up.",
-        )
+    found = control.kind.own_problems(control)
+    yield from (Problem(index, field, message) for field, message in found)
