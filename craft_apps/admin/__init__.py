@@ -40,7 +40,8 @@ from craft_apps.content.models import (
     ReleaseControl,
     RepoRename,
 )
-from craft_apps.kernel.controls import ROLLOUT, newest_first, tag_known, waiting
+from craft_apps.kernel.actions.registry import named
+from craft_apps.kernel.controls import newest_first, tag_known, waiting
 from craft_apps.kernel.domain import Channel
 from craft_apps.kernel.instants import datetime_to_ms
 
@@ -359,7 +360,7 @@ class ReleaseControlAdmin(PausedBannerAdmin):
 
     @admin.display(description="percentage now")
     def percentage_now(self, control: ReleaseControl) -> str:
-        if control.action != ROLLOUT:
+        if not named(control.action).scheduled:
             return "-"
         percentage = control.to_control().percentage_at(datetime_to_ms(timezone.now()))
         return f"{percentage} %" + (" (paused)" if control.paused else "")
@@ -415,7 +416,7 @@ class ReleaseControlAdmin(PausedBannerAdmin):
         done = skipped = 0
         with transaction.atomic(using=router.db_for_write(ReleaseControl)):
             for control in queryset.select_for_update():
-                if control.action != ROLLOUT:
+                if not named(control.action).scheduled:
                     skipped += 1
                     continue
                 if control.paused == paused:

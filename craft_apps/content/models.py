@@ -27,12 +27,11 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from craft_apps.content.items import AlertItem, AnnouncementItem, AppRenameItem, RepoRenameItem, Window
+from craft_apps.kernel.actions.registry import EVERY_ACTION, named
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.controls import (
-    ACTIONS,
     CONTROL_FIELDS,
     EVERY_CHANNEL,
-    ROLLOUT,
     Control,
     ScheduleRefused,
     format_schedule,
@@ -526,6 +525,24 @@ def channels_problem(value: object) -> str | None:
 
 
 TAG_MAX = 255  # git allows longer; GitHub's release pages don't
+
+
+class ActionField(models.CharField):  # type: ignore[type-arg]
+    """A control's action: one of ``kernel.actions``' names, each described in the help text.
+    Migrations see a plain ``CharField`` without either: a new action needs no migration."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["choices"] = [(action.name, action.name) for action in EVERY_ACTION]
+        kwargs["help_text"] = " ".join(f"{action.name}: {action.help_text}" for action in EVERY_ACTION)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> Any:
+        name, _, args, kwargs = super().deconstruct()
+        kwargs.pop("choices", None)
+        kwargs.pop("help_text", None)
+        return name, "django.db.models.CharField", args, kwargs
+
+
 REASON_MAX = 1000
 
 
@@ -547,13 +564,7 @@ class ReleaseControl(_Derived):
         validators=[app_key],
         help_text="The app's key, as in the APPS setting (photocraft); lowercase.",
     )
-    action = models.CharField(
-        max_length=16,
-        choices=[(a, a) for a in ACTIONS],
-        help_text="hold: serve nothing newer than the tag. yank: never serve the tag (every channel, "
-        "the downloads too). rollout: offer the tag to a share of the launchers, the rest keep the "
-        "release before it.",
-    )
+    action = ActionField(max_length=16)
     tag = models.CharField(
         max_length=TAG_MAX,
         validators=[single_line, no_surrounding_space],
@@ -602,9 +613,9 @@ class ReleaseControl(_Derived):
 
     def __str__(self) -> str:
         scope = f" on {self.channel}" if self.channel else ""
-        if self.action == ROLLOUT:
-            return f"{self.app_key}: rollout of {self.tag}{scope}"
-        return f"{self.app_key}: {self.action} {self.tag}{scope}"
+        kind = named(self.action)
+        shown = kind.title(self.tag) if kind.name else f"{self.action} {self.tag}"
+        return f"{self.app_key}: {shown}{scope}"
 
     def derive(self) -> None:
         """The key is lowercase, as the setting keeps it; ``paused_at`` follows ``paused``."""
@@ -656,7 +667,7 @@ class ReleaseControl(_Derived):
 
     def clean(self) -> None:
         super().clean()
-        if self.action == ROLLOUT and self.percentage is None:
+        if named(self.action).scheduled and self.percentage is None:
             raise ValidationError({"percentage": "Give the rollout's percentage now (0-100), such as 5."})
         others = ReleaseControl._default_manager.using(self._state.db or router.db_for_read(ReleaseControl))
         if not self.check_others:

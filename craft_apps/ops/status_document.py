@@ -17,7 +17,7 @@ from craft_apps.fleet.claims import CLAIM_WINDOW_MS
 from craft_apps.host.drops import AUTH, GONE, MOVED
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
-from craft_apps.kernel.controls import ACTIONS, ROLLOUT, tag_known
+from craft_apps.kernel.controls import ACTIONS, tag_known
 from craft_apps.kernel.domain import NO_CHANNEL_APPS, AppSpec, AppState, Backoff, Channel, ChannelApps
 from craft_apps.kernel.instants import datetime_to_ms, format_ms
 from craft_apps.kernel.serving import WaitingRelease
@@ -148,14 +148,14 @@ def _controls(
     found = []
     for control in sorted((c for c in read.controls if c.action in ACTIONS), key=lambda c: c.app_key):
         next_ms = control.next_change_ms(now_ms)
-        rollout = control.action == ROLLOUT
+        scheduled = control.kind.scheduled  # a rollout's percentage moves
         found.append(
             {
                 "app": control.app_key,
                 "action": control.action,
                 "tag": control.tag,
                 "channel": control.channel or None,  # null: every channel
-                "percentage": control.percentage_at(now_ms) if rollout else None,
+                "percentage": control.percentage_at(now_ms) if scheduled else None,
                 "next_step": None
                 if next_ms is None
                 else {"at": _instant(next_ms), "percentage": control.percentage_at(next_ms)},
