@@ -51,8 +51,8 @@ def kind(path: str, method: str) -> str:
 
 
 def publish(github: object, version: str, published: datetime) -> None:
+    from craft_apps.tauri.fake_release import tauri_action_release
     from craft_apps.testing.fake_github import FakeGitHub
-    from craft_apps.testing.tauri_release import tauri_action_release
 
     assert isinstance(github, FakeGitHub)
     built = tauri_action_release(

@@ -24,9 +24,9 @@ from pathlib import Path
 from craft_apps.host.store import StateStore, StateUnavailable
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
+from craft_apps.tauri.fake_release import tauri_action_release
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from craft_apps.testing.tauri_release import tauri_action_release
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = datetime(2026, 11, 20, 17, 4, 12, tzinfo=UTC)

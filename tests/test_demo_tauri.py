@@ -14,8 +14,8 @@ import pytest
 from django.test import Client
 
 from craft_apps.github.parsing import parse_release
+from craft_apps.tauri.fake_release import UNTRUSTED_COMMENT, SecretKey
 from craft_apps.testing.demo_releases import DEMO_PUBLIC_KEY, DEMO_SECRET_KEY, demo_files, demo_releases
-from craft_apps.testing.tauri_release import UNTRUSTED_COMMENT, SecretKey
 from tests.api.minisign_support import minisign
 from tests.support.demo_site import FEATURES, LIGHTCRAFT
 

@@ -26,13 +26,20 @@ LAYERS: dict[str, float] = {
     "kernel.clock": 0,
     "kernel.text": 0,
     "kernel.codec": 1,
+    "kernel.links": 1,  # which links from GitHub may be served: pure
+    # The Tauri updater: each module of the package is a part of its own, at its own layer.
+    "tauri": -2,  # the package itself: a docstring, no code
+    "tauri.names": 1,  # the bundler's file names
+    "tauri.updates": 2,  # what the Tauri updater endpoint offers (uses versions)
+    "tauri.files": 2,  # latest.json and the .sig files read into updater files
+    "tauri.file_reads": 2.5,  # each release's files read once and kept (uses source)
+    "tauri.fake_release": 2.5,  # a release as tauri-action publishes one, for tests
     "kernel.versions": 1,  # a tag read as a version and which release is newest: pure
     "kernel.signing": 1,  # the Ed25519 signature and its reference verifier, for launcher authors
     "kernel.actions": 1.5,  # one class per control action and their registry (uses versions)
     "conf": 2,
     "kernel.controls": 2,  # hold, yank and staged rollout: the rule, its check and its codec
     "kernel.source": 2,  # what the poller asks of a release source; github implements it
-    "kernel.tauri_updates": 2,  # what the Tauri updater endpoint offers (uses versions)
     "kernel.guard": 2.2,  # a guarded policy's rule: moves on while healthy, pauses (uses controls)
     "kernel.policies": 2.5,  # each app's release policy: what waits (uses controls)
     "kernel.serving": 3,  # what each channel serves each app: the one serving rule
@@ -80,9 +87,10 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def part_of(module: str) -> str:
-    """The layer's name of a module: its top-level part, or ``kernel.<module>`` in the kernel."""
+    """The layer's name of a module: its top-level part, or ``<package>.<module>`` in the kernel
+    and the Tauri updater, whose modules sit at layers of their own."""
     parts = module.split(".")
-    return ".".join(parts[1:3]) if parts[1] == "kernel" else parts[1]
+    return ".".join(parts[1:3]) if parts[1] in ("kernel", "tauri") else parts[1]
 
 
 @functools.cache

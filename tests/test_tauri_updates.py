@@ -11,7 +11,7 @@ import semver
 
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppReleaseInfo, Release, Rollout, UpdaterFile
-from craft_apps.kernel.tauri_updates import Platform, offer, offered_release, parse_version, updater_file
+from craft_apps.tauri.updates import Platform, offer, offered_release, parse_version, updater_file
 from tests.support import release
 
 FETCHED = datetime(2026, 10, 1, tzinfo=UTC)

@@ -2,7 +2,7 @@
 Tauri's dynamic update server protocol, so an app's own updater asks us.
 
 ``respond(request, app_key, target, arch, current_version)`` answers ``200`` with ``{"version",
-"pub_date", "url", "signature", "notes"}`` when there is an update (``tauri_updates.offer``),
+"pub_date", "url", "signature", "notes"}`` when there is an update (``tauri.updates.offer``),
 else ``204`` with no body; ``304`` to a matching ``If-None-Match``; ``404`` for an unknown app,
 target or arch; ``400`` for a bad version, ``bucket`` or ``channel``. Its docstring holds the
 rest. See docs/tauri.md.
@@ -31,7 +31,7 @@ from craft_apps.api.runtime import runtime
 from craft_apps.api.validators import not_modified
 from craft_apps.kernel.domain import AppReleaseInfo, Channel
 from craft_apps.kernel.instants import format_rfc3339
-from craft_apps.kernel.tauri_updates import (
+from craft_apps.tauri.updates import (
     ARCHES,
     BUNDLE_TYPES,
     TARGETS,

@@ -3,7 +3,6 @@
 ``client`` the source, never raising, with ``release_requests`` the release endpoints,
 ``updater_downloads`` updater files, ``guarded_session`` safe redirects, ``deadline`` each
 request's deadline, ``access`` the token or App, ``answers`` answers read safely; ``parsing`` an
-answer read into a ``Release``; ``links`` whether a link lies in the release files;
-``tauri_names`` Tauri file names; ``updater_files`` the Tauri updater's files; ``asset_links``
-a private file's URL; ``credentials``/``app_auth`` a token or a GitHub App (docs/private.md).
+answer read into a ``Release``; ``asset_links`` a private file's URL; ``credentials``/``app_auth``
+a token or a GitHub App (docs/private.md).
 """

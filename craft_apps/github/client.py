@@ -26,7 +26,6 @@ from craft_apps.github.guarded_session import GuardedSession
 from craft_apps.github.parsing import rejudge
 from craft_apps.github.release_requests import ReleaseRequests
 from craft_apps.github.updater_downloads import DOWNLOAD_TIMEOUT_S, UpdaterDownloads
-from craft_apps.github.updater_files import updater_plan
 from craft_apps.kernel.clock import Clock
 from craft_apps.kernel.domain import GitHubQuota, Release
 from craft_apps.kernel.source import (
@@ -38,6 +37,7 @@ from craft_apps.kernel.source import (
     UpdaterFailed,
     UpdaterOutcome,
 )
+from craft_apps.tauri.files import updater_plan
 
 __all__ = ["DEFAULT_USER_AGENT", "DOWNLOAD_TIMEOUT_S", "Deadlines", "GitHubClient", "RealDeadlines"]
 

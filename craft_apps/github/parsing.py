@@ -17,9 +17,6 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from craft_apps.github.links import link_under, on_another_host, segments_under
-from craft_apps.github.tauri_names import tauri_platform
-from craft_apps.github.updater_files import updater_judged
 from craft_apps.kernel.domain import (
     MAX_ASSET_ID,
     AssetPlatform,
@@ -31,9 +28,12 @@ from craft_apps.kernel.domain import (
     tag_problem,
 )
 from craft_apps.kernel.instants import format_rfc3339, instant_or_none
+from craft_apps.kernel.links import link_under, on_another_host, segments_under
 from craft_apps.kernel.source import DROP_REASONS, MAX_ASSETS
 from craft_apps.kernel.text import ELLIPSIS, one_line
 from craft_apps.kernel.versions import served_version
+from craft_apps.tauri.files import updater_judged
+from craft_apps.tauri.names import tauri_platform
 
 MAX_NAME_CHARS = 200
 MAX_NOTES_BYTES = 64 * 1024
@@ -398,7 +398,7 @@ def parse_platform(name: str) -> AssetPlatform | None:
     case-sensitively. A name ending in a known ``-<os>-<arch>`` is judged by that form alone,
     so "-web-" inside an app key or version never turns a native package into the web build,
     and such a name is never read by the other scheme. Then the Tauri bundler's names as
-    tauri-action uploads them (``craft_apps.github.tauri_names``).
+    tauri-action uploads them (``craft_apps.tauri.names``).
     """
     native = _native_parts(name)
     if native is not None:

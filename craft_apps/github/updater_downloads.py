@@ -12,18 +12,18 @@ import requests
 from craft_apps.github.access import RepoAccess
 from craft_apps.github.answers import echo, int_header, is_repo_name, read_at_most
 from craft_apps.github.guarded_session import GuardedSession
-from craft_apps.github.links import segments_under
 from craft_apps.github.release_requests import GITHUB_API_VERSION
-from craft_apps.github.tauri_names import MANIFEST_NAME
-from craft_apps.github.updater_files import (
+from craft_apps.kernel.domain import Release
+from craft_apps.kernel.links import segments_under
+from craft_apps.kernel.source import Failed, UpdaterFailed, UpdaterFetched, UpdaterOutcome
+from craft_apps.tauri.files import (
     Download,
     UpdaterRejected,
     from_signatures,
     read_manifest,
     updater_plan,
 )
-from craft_apps.kernel.domain import Release
-from craft_apps.kernel.source import Failed, UpdaterFailed, UpdaterFetched, UpdaterOutcome
+from craft_apps.tauri.names import MANIFEST_NAME
 
 # A small file of a release (latest.json, a .sig) takes at most this long, redirects, connects
 # and every read included, whatever the client's total timeout: a round downloads a few of them.

@@ -4,6 +4,6 @@
 ``clock`` time as a dependency; ``codec`` a release's JSON; ``versions`` tags as versions;
 ``signing`` the Ed25519 signature; ``controls`` hold, yank, rollout (``actions`` one class
 each); ``policies`` release policies; ``guard`` a guarded rollout's step or pause; ``serving``
-what each channel serves; ``tauri_updates`` the Tauri updater's offer; ``text`` one-line text;
+what each channel serves; ``links`` which links may be served; ``text`` one-line text;
 ``source`` what the poller asks of a release source. See docs/architecture.md.
 """

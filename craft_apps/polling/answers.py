@@ -23,7 +23,7 @@ from craft_apps.polling.fleet_shares import FleetShares
 from craft_apps.polling.history_lists import HistoryLists
 from craft_apps.polling.publish import Publisher
 from craft_apps.polling.state import POLLER_LOG, PollState, TickReport, count
-from craft_apps.polling.updater import UpdaterKeeper
+from craft_apps.tauri.file_reads import UpdaterKeeper
 
 logger = logging.getLogger(POLLER_LOG)
 

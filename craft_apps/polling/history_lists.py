@@ -30,7 +30,7 @@ from craft_apps.polling.publish import Publisher
 from craft_apps.polling.requests import RefreshRequests
 from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS
 from craft_apps.polling.state import POLLER_LOG, PollConfig, PollState, TickReport, count
-from craft_apps.polling.updater import UpdaterKeeper
+from craft_apps.tauri.file_reads import UpdaterKeeper
 
 logger = logging.getLogger(POLLER_LOG)
 

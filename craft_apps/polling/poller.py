@@ -33,8 +33,8 @@ from craft_apps.polling.requests import RefreshRequests
 from craft_apps.polling.schedule import BETWEEN_REQUESTS_MS, backoff_after
 from craft_apps.polling.state import POLLER_LOG, PollConfig, PollState, TickReport
 from craft_apps.polling.state_checks import StateChecks
-from craft_apps.polling.updater import UpdaterKeeper
 from craft_apps.polling.updater_reads import UpdaterReads
+from craft_apps.tauri.file_reads import UpdaterKeeper
 
 __all__ = ["PollConfig", "Poller", "TickReport"]
 
@@ -92,7 +92,7 @@ class Poller:
         self.redis_log = RedisTroubleLog()
         self.requests = RefreshRequests()  # refreshes asked for ahead of schedule (polling.wakeup)
         self.drops = DropLog(host, config.web_url)  # what answers dropped, said once (polling.drops)
-        # Each release's Tauri updater files, read once per release (polling.updater).
+        # Each release's Tauri updater files, read once per release (tauri.file_reads).
         self.updater_files = UpdaterKeeper(
             github if isinstance(github, UpdaterSource) else None, config.interval_ms, config.max_backoff_ms
         )

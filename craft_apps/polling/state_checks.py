@@ -15,7 +15,7 @@ from craft_apps.kernel.domain import AppState
 from craft_apps.kernel.source import ReleaseRules
 from craft_apps.polling.drops import DropLog
 from craft_apps.polling.state import POLLER_LOG, PollConfig, PollState
-from craft_apps.polling.updater import UpdaterKeeper
+from craft_apps.tauri.file_reads import UpdaterKeeper
 
 logger = logging.getLogger(POLLER_LOG)
 

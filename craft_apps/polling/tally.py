@@ -2,7 +2,7 @@
 
 After every tick the runner hands the tick's report here: its requests by outcome, the Redis
 errors and the Redis keys refused as unreadable since the last tick, the mode, the tick's time,
-GitHub's last quota and the reads of updater files (``polling.updater``) go to the state file's
+GitHub's last quota and the reads of updater files (``tauri.file_reads``) go to the state file's
 counters (``craft_apps.host.counters``) in one small transaction. When the state file can't be
 written the numbers are kept and added at the next tick that can, and the trouble is logged
 once, not every tick.
@@ -21,7 +21,7 @@ from craft_apps.kernel.instants import format_duration, format_ms
 from craft_apps.kernel.text import one_line
 from craft_apps.polling.poller import Poller, TickReport
 from craft_apps.polling.schedule import age_ms, due_at_ms
-from craft_apps.polling.updater import UpdaterTally
+from craft_apps.tauri.file_reads import UpdaterTally
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@
 reads the files of the apps marked in ``state.updater_owed``, serves each app with them as soon
 as its own are read, shares it with the fleet, and returns the round's mode (alone after Redis
 trouble). ``unread`` says whether an app's latest release has files not read yet. What a
-release's files are and when they are read again is ``polling.updater``'s.
+release's files are and when they are read again is ``tauri.file_reads``'s.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from craft_apps.polling.fleet_shares import FleetShares
 from craft_apps.polling.history_lists import HistoryLists
 from craft_apps.polling.publish import Publisher
 from craft_apps.polling.state import POLLER_LOG, PollState
-from craft_apps.polling.updater import READERS, RELEASES_PER_ROUND, UpdaterKeeper
+from craft_apps.tauri.file_reads import READERS, RELEASES_PER_ROUND, UpdaterKeeper
 
 logger = logging.getLogger(POLLER_LOG)
 
@@ -138,7 +138,7 @@ class UpdaterReads:
         return mode
 
     def _carry(self, key: str) -> bool:
-        """Gives the app's latest release the updater files read for it (``polling.updater``);
+        """Gives the app's latest release the updater files read for it (``tauri.file_reads``);
         True when it got them now."""
         release = self.state.memory[key].latest_release
         carried = None if release is None else self.updater_files.carried(release)

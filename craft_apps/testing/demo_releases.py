@@ -17,7 +17,7 @@ from typing import Any
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_API_URL, DEFAULT_GITHUB_WEB_URL
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
-from craft_apps.testing.tauri_release import (
+from craft_apps.tauri.fake_release import (
     INSTALLERS,
     SIGNED,
     SecretKey,

@@ -22,9 +22,9 @@ from bench.endpoint import ROOT, gunicorn_command, running, site_env
 from craft_apps.api.private_assets import REDIRECT_MAX_AGE_S
 from craft_apps.github.asset_links import KEEP_S
 from craft_apps.kernel.compat import UTC
+from craft_apps.tauri.fake_release import tauri_action_release
 from craft_apps.testing.fake_github import FakeGitHub
 from craft_apps.testing.private import SIGNED_URL_VALIDITY_S
-from craft_apps.testing.tauri_release import tauri_action_release
 from tests.api.minisign_support import MinisignKey
 from tests.polling.processes import Poller
 from tests.support import free_port

@@ -21,9 +21,9 @@ from craft_apps.host.store import StateStore
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
 from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.tauri.fake_release import TauriRelease, tauri_action_release
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
-from craft_apps.testing.tauri_release import TauriRelease, tauri_action_release
 from tests.api.minisign_support import UNTRUSTED_COMMENT, MinisignKey
 from tests.support import S, apps_setting
 

@@ -21,9 +21,9 @@ from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec, PollMode, Release
 from craft_apps.kernel.source import UpdaterOutcome, UpdaterSource
 from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.tauri.fake_release import UPDATER_KEYS, tauri_action_release
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
-from craft_apps.testing.tauri_release import UPDATER_KEYS, tauri_action_release
 from tests.support import S
 
 ARTCRAFT = AppSpec("artcraft", "ArtCraft", "storytold/artcraft")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from craft_apps.github.links import link_under
+from craft_apps.kernel.links import link_under
 
 PREFIX = "https://github.com/storytold/photocraft/releases/download/"
 GOOD = f"{PREFIX}v1/f.msi"

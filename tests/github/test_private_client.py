@@ -11,8 +11,8 @@ import responses
 
 from craft_apps.github.client import GitHubClient
 from craft_apps.kernel.source import Failed, Fetched, UpdaterFailed, UpdaterFetched
+from craft_apps.tauri.fake_release import UPDATER_KEYS
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.tauri_release import UPDATER_KEYS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = "storytold/artcraft"

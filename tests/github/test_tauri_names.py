@@ -1,4 +1,4 @@
-"""The Tauri bundler's file names (craft_apps.github.tauri_names), and what ``parse_platform`` makes
+"""The Tauri bundler's file names (craft_apps.tauri.names), and what ``parse_platform`` makes
 of them beside the Craft App scheme, whose cases (test_release_parsing.PLATFORMS) stay as they were."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from craft_apps.github.parsing import parse_platform
-from craft_apps.github.tauri_names import TauriAsset, TauriRole, tauri_asset, tauri_platform
 from craft_apps.kernel.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppPackageType
+from craft_apps.tauri.names import TauriAsset, TauriRole, tauri_asset, tauri_platform
 
 W, M, L = CraftAppOs.WINDOWS, CraftAppOs.MACOS, CraftAppOs.LINUX
 X64, X86, ARM, UNI = CraftAppArch.X64, CraftAppArch.X86, CraftAppArch.ARM64, CraftAppArch.UNIVERSAL

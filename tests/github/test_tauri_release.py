@@ -1,5 +1,5 @@
 """A release as tauri-action publishes it (tests/github/fixtures/tauri_action_release.json, built
-by craft_apps.testing.tauri_release to tauri-action's and the bundler's names), read by the parser
+by craft_apps.tauri.fake_release to tauri-action's and the bundler's names), read by the parser
 and served by the GitHub stand-in."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import pytest
 
 from craft_apps.github.client import GitHubClient
 from craft_apps.github.parsing import read_release
-from craft_apps.github.tauri_names import TauriRole, tauri_asset
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AssetPlatform, CraftAppArch, CraftAppOs, CraftAppPackageType
 from craft_apps.kernel.source import Fetched
+from craft_apps.tauri.fake_release import tauri_action_release
+from craft_apps.tauri.names import TauriRole, tauri_asset
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
-from craft_apps.testing.tauri_release import tauri_action_release
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = "storytold/artcraft"

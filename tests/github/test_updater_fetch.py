@@ -12,11 +12,11 @@ import responses
 
 from craft_apps.github.client import GitHubClient
 from craft_apps.github.parsing import parse_release
-from craft_apps.github.updater_files import MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES
 from craft_apps.kernel.domain import Release
 from craft_apps.kernel.source import UpdaterFailed, UpdaterFetched, UpdaterSource
+from craft_apps.tauri.fake_release import UPDATER_KEYS
+from craft_apps.tauri.files import MAX_MANIFEST_BYTES, MAX_SIGNATURE_BYTES
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.tauri_release import UPDATER_KEYS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = "storytold/artcraft"

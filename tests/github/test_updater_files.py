@@ -1,5 +1,5 @@
 """A release's Tauri updater files read from its latest.json or its .sig files
-(craft_apps.github.updater_files): tauri-action's release as the fixtures hold it, and hostile
+(craft_apps.tauri.files): tauri-action's release as the fixtures hold it, and hostile
 files of every kind."""
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from typing import Any
 import pytest
 
 from craft_apps.github.parsing import parse_release, rejudge
-from craft_apps.github.updater_files import (
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import Release, UpdaterFile
+from craft_apps.tauri.fake_release import UPDATER_KEYS, tauri_action_release
+from craft_apps.tauri.files import (
     MAX_MANIFEST_BYTES,
     MAX_PLATFORMS,
     MAX_SIGNATURE_BYTES,
@@ -24,9 +27,6 @@ from craft_apps.github.updater_files import (
     updater_judged,
     updater_plan,
 )
-from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.domain import Release, UpdaterFile
-from craft_apps.testing.tauri_release import UPDATER_KEYS, tauri_action_release
 from tests.github.support import github_asset, github_release
 
 FIXTURES = Path(__file__).parent / "fixtures"

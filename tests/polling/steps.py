@@ -28,8 +28,8 @@ from craft_apps.polling.publish import Publisher
 from craft_apps.polling.requests import RefreshRequests
 from craft_apps.polling.state import PollConfig, PollState
 from craft_apps.polling.state_checks import StateChecks
-from craft_apps.polling.updater import UpdaterKeeper
 from craft_apps.polling.updater_reads import UpdaterReads
+from craft_apps.tauri.file_reads import UpdaterKeeper
 from craft_apps.testing.clock import FakeClock
 from tests.polling.hosts import API
 from tests.support import TWO_APPS, S

@@ -21,8 +21,8 @@ from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec, AppState, PollMode, Release
 from craft_apps.kernel.source import Fetched
 from craft_apps.polling.state import PollConfig
+from craft_apps.tauri.fake_release import UPDATER_KEYS, TauriRelease, tauri_action_release
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.tauri_release import UPDATER_KEYS, TauriRelease, tauri_action_release
 from tests.polling.steps import CONFIG, Steps, steps
 from tests.support import S
 

@@ -1,4 +1,4 @@
-"""The poller reads each release's Tauri updater files once (craft_apps.polling.updater): GitHub
+"""The poller reads each release's Tauri updater files once (craft_apps.tauri.file_reads): GitHub
 faked with ``responses``, time with FakeClock; a failure's log line, counters, metric and
 ``craft_apps_status`` line."""
 
@@ -26,8 +26,8 @@ from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec, AppState
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.polling.tally import Tally
+from craft_apps.tauri.fake_release import UPDATER_KEYS, TauriRelease, tauri_action_release
 from craft_apps.testing.clock import FakeClock
-from craft_apps.testing.tauri_release import UPDATER_KEYS, TauriRelease, tauri_action_release
 from tests.api.support import TOKEN, scrape
 from tests.polling.hosts import API, APPS, Host, release_json, url
 from tests.support import PHOTOCRAFT, S

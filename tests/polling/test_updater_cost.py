@@ -16,10 +16,10 @@ from craft_apps.host.store import StateStore
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
 from craft_apps.polling.poller import PollConfig, Poller
+from craft_apps.tauri.fake_release import tauri_action_release
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from craft_apps.testing.tauri_release import tauri_action_release
 from tests.support import PHOTOCRAFT, S
 
 ARTCRAFT = AppSpec("artcraft", "ArtCraft", "storytold/artcraft")

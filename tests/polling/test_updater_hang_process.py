@@ -14,9 +14,9 @@ import pytest
 from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import AppSpec
+from craft_apps.tauri.fake_release import UPDATER_KEYS, tauri_action_release
 from craft_apps.testing.demo_releases import demo_release
 from craft_apps.testing.fake_github import FakeGitHub
-from craft_apps.testing.tauri_release import UPDATER_KEYS, tauri_action_release
 from tests.polling.processes import Poller, poller_environment, wait_until
 from tests.support import PHOTOCRAFT
 

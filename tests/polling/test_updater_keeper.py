@@ -1,4 +1,4 @@
-"""``polling.updater.UpdaterKeeper`` alone, with a scripted updater source: once per release,
+"""``tauri.file_reads.UpdaterKeeper`` alone, with a scripted updater source: once per release,
 the failure backoff, what a release coming back without its files gets, the memory bound."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 
 from craft_apps.kernel.domain import Release, UpdaterFile
 from craft_apps.kernel.source import UpdaterFailed, UpdaterFetched, UpdaterOutcome
-from craft_apps.polling import updater
-from craft_apps.polling.updater import UpdaterKeeper
+from craft_apps.tauri import file_reads as updater
+from craft_apps.tauri.file_reads import UpdaterKeeper
 from tests.support import S, release
 
 FILES = (UpdaterFile("windows-x86_64", "https://github.com/o/r/releases/download/v1/A.msi", "c2ln"),)

@@ -13,9 +13,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from craft_apps.github.app_auth import AppCredentials
 from craft_apps.github.asset_links import AssetLinks, StaticToken
+from craft_apps.tauri.fake_release import tauri_action_release
 from craft_apps.testing.fake_github import FakeGitHub
 from craft_apps.testing.private import INSTALLATION_TOKEN_S, SIGNED_URL_VALIDITY_S
-from craft_apps.testing.tauri_release import tauri_action_release
 from tests.standin.support import ManualTime, latest_url
 
 REPO = "storytold/artcraft"

@@ -1,10 +1,8 @@
-"""Whether a link from GitHub's answer lies under a prefix of ours, resolved as a browser resolves it.
+"""Whether a link from GitHub's answer lies under a prefix of ours, resolved as a browser would.
 
-``link_under(link, prefix)`` returns the link as the WHATWG URL parser resolves it when that lies
-under ``prefix``, else None; callers serve the resolved link, so every client goes where it was
-checked to go. What GitHub never sends and parsers disagree on (spaces, controls, user info, a
-query, IPv6 hosts, bad escapes, segments that decode to a dot segment or a slash) is refused,
-never repaired. ``segments_under`` gives the path segments below the prefix the same way.
+``link_under(link, prefix)`` returns the link as the WHATWG URL parser resolves it when it lies
+under ``prefix``, else None; ``segments_under`` gives its path segments below the prefix. What
+parsers disagree on is refused, never repaired. See docs/poller.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
-"""Each release's files for the app's own Tauri updater: read once per release, kept with it.
+"""Each release's Tauri updater files, read once per release and kept with it.
 
-A release's updater files (``Release.updater``) come from its small files (``latest.json`` or
-the ``.sig`` files), which the source reads (``craft_apps.kernel.source.UpdaterSource``). They are
-read once per release: a release is the same one while its tag and its assets are (a file
-replaced on GitHub changes its size, digest or link, and it is read again). What was read is
-kept in memory by release, and a release that comes back without it (a new answer from GitHub,
-an entry of a host that doesn't keep updater files) gets it back here, so only a new release
-costs downloads. The result travels with the release to the host's state file and the fleet's
-Redis, so a restarted host or another host doesn't read it again; a release whose files were
-all refused is read again once after a restart (its empty result is not stored).
-
-A failed read leaves the release served without updater files and is tried again when the app
-is next asked about, no sooner than a backoff that doubles from the poll interval up to the
-maximum backoff. The first failure of a release is logged as a warning, what a read refused
-is one warning for the release, and every outcome is counted (``UpdaterTally``: the metrics
-and ``craft_apps_status`` show it).
-
-The poller reads several apps' files at once, each app's in a thread of its own: the keeper's
-bookkeeping is behind a lock, the downloads are not.
+``UpdaterKeeper.fill(app, release, now_ms)`` reads a release's ``latest.json`` or ``.sig`` files
+through the source and returns the release with them, or None when nothing was read;
+``carried(release)`` gives a release back the files already read for it. ``UpdaterTally``
+counts the outcomes for the metrics and ``craft_apps_status``. See docs/tauri.md.
 """
 
 from __future__ import annotations
@@ -30,7 +16,8 @@ from craft_apps.kernel.domain import Release, ReleaseAsset, UpdaterFile
 from craft_apps.kernel.source import UpdaterFailed, UpdaterOutcome, UpdaterSource
 from craft_apps.kernel.text import one_line
 
-logger = logging.getLogger(__name__)
+# The name it had in polling/, which a site's LOGGING may route.
+logger = logging.getLogger("craft_apps.polling.updater")
 
 RELEASES_PER_ROUND = 4  # history releases read per app and round, at most: a first list is 20
 READERS = 8  # apps whose updater files are read at once, each in a thread of its own
@@ -67,7 +54,14 @@ class _Tries:
 
 @dataclass
 class UpdaterKeeper:
-    """Reads and keeps releases' updater files for one poller (see the module)."""
+    """Reads and keeps releases' updater files for one poller.
+
+    A release is the same while its tag and assets are (a file replaced on GitHub changes its
+    size, digest or link, and is read again). The files travel with the release to the state
+    file and Redis, so another or a restarted host doesn't read them again. A failed read is
+    tried again no sooner than a backoff doubling from the interval up to the maximum; its
+    first failure is one warning. Downloads run outside the lock: each app reads in a thread.
+    """
 
     source: UpdaterSource | None
     interval_ms: int

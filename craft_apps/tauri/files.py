@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from craft_apps.github.links import link_under
-from craft_apps.github.tauri_names import MANIFEST_NAME, TauriRole, tauri_asset
 from craft_apps.kernel.domain import Release, UpdaterFile
+from craft_apps.kernel.links import link_under
 from craft_apps.kernel.text import one_line
+from craft_apps.tauri.names import MANIFEST_NAME, TauriRole, tauri_asset
 
 MAX_MANIFEST_BYTES = 64 * 1024  # tauri-action's latest.json for 9 platforms is about 6 KiB
 MAX_SIGNATURE_BYTES = 4 * 1024  # a Tauri .sig (base64 of minisign's four lines) is about 400
