@@ -42,8 +42,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from bench.endpoint import fill_state
     from craft_apps.api.answer import build_release_info
-    from craft_apps.api.answer_cache import encode_answer
-    from craft_apps.api.representation import best_brotli
+    from craft_apps.api.representation import best_brotli, encode_answer
     from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL
     from craft_apps.host.store import StateStore
     from craft_apps.kernel.domain import Channel, ChannelApps

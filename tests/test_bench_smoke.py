@@ -35,7 +35,7 @@ from bench.report import FIGURES_END, FIGURES_START, machine_line, rewrite_figur
 from bench.stats import max_in_window, percentile
 from bench.virtual_time import HostClock, HostKilled, Simulation
 from craft_apps.api.answer import build_release_info
-from craft_apps.api.answer_cache import encode_answer
+from craft_apps.api.representation import encode_answer
 from craft_apps.conf import DEFAULT_APPS, DEFAULT_GITHUB_WEB_URL
 from craft_apps.content.channels import read_controls
 from craft_apps.host.store import StateStore

@@ -97,9 +97,9 @@ def test_the_rule_is_pure_it_imports_no_django_cache_store_or_io() -> None:
 
 
 def test_the_endpoint_and_the_status_both_call_the_rule_and_the_status_builds_no_cache() -> None:
-    assert "craft_apps.kernel.serving" in imports("craft_apps.api.answer_cache")
+    assert "craft_apps.kernel.serving" in imports("craft_apps.api.answer")
     assert "craft_apps.kernel.serving" in imports("craft_apps.ops.status_read")
-    assert "craft_apps.api.answer_cache" not in imports("craft_apps.ops.status_read")
+    assert "AnswerCache" not in PACKAGE.joinpath("ops", "status_read.py").read_text(encoding="utf-8")
 
 
 def test_every_channel_is_one_member_of_one_type_and_a_string_where_one_is_written() -> None:

@@ -1,6 +1,6 @@
 """The HTTP side: what launchers, people and operators fetch, and the webhook GitHub posts to.
 
-Endpoint: ``views``, ``answer``, ``answer_cache``, ``representation``, ``negotiation``,
+Endpoint: ``views``, ``answer``, ``representation``, ``negotiation``,
 ``validators``, ``caching``, ``channels``, ``controls``, ``serializers``, ``schema``, and a web
 process's state: ``runtime``, ``startup``. Tauri updater: ``tauri``, ``tauri_answers``. Private
 apps: ``private_links``, ``private_assets``. People: ``downloads``, ``platforms``, ``pages``,

@@ -1,7 +1,7 @@
 """The answer as sent: its JSON bytes, their gzip and brotli forms, its ETag and its signature.
 
-``represent(data, cache_control, release_info)`` returns an ``EncodedAnswer`` holding every form,
-made once per state version by the first request that sees it; ``Refiner`` later recompresses
+``encode_answer(release_info, notices, channel, order_ms)`` returns an ``EncodedAnswer`` holding
+every form, made once per answer key by the first request that sees it; ``Refiner`` later recompresses
 its brotli form at the best quality, off the request path; ``signed_form(answer, config, now_s)``
 returns the ETag and ``Craft-Apps-Signature`` header to send it with. Each one's docstring holds
 its rules and figures. See docs/endpoint.md and docs/signed-feed.md.
@@ -14,14 +14,20 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import brotli
 
+from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
+from craft_apps.api.channels import STABLE, variant
 from craft_apps.api.negotiation import BROTLI, GZIP
+from craft_apps.api.private_links import served_privately
+from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.api.validators import folded_etag, weak_etag
+from craft_apps.conf import app_settings
+from craft_apps.content.items import NO_NOTICES, Notices
 from craft_apps.kernel import signing
 from craft_apps.kernel.controls import ROLLOUT, Control
 from craft_apps.kernel.domain import HistoryFetch, ReleaseInfo
@@ -60,13 +66,13 @@ class SignedForm:
         return headers
 
 
+@dataclass(eq=False)
 class SignatureSlot:
     """An answer's signed form for the current period: one per answer, shared by its refined
     copies (the body is the same), replaced when the period or the keys change."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.form: SignedForm | None = None
+    form: SignedForm | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def get(self, made_for: object, make: Callable[[], SignedForm]) -> SignedForm:
         form = self.form
@@ -101,9 +107,11 @@ class EncodedAnswer:
         return self.body
 
 
-def represent(data: Mapping[str, Any], cache_control: str, release_info: ReleaseInfo) -> EncodedAnswer:
-    """Every form of the answer whose serialized data is ``data`` (``release_info``: what it
-    was serialized from, kept for the pages that read it).
+def encode_answer(
+    release_info: ReleaseInfo, notices: Notices = NO_NOTICES, channel: str = STABLE, order_ms: int = 0
+) -> EncodedAnswer:
+    """Every form of ``channel``'s answer listing ``release_info`` with ``notices``, whose content
+    reflects ``order_ms`` (``answer_order``), a private app's links pointing at this server.
 
     The JSON, its weak ETag (``validators``), gzip at level 9 (~4 ms for the 92 KB answer) and
     brotli at quality 5 (~5 ms), made on the request that first sees a state version: each request
@@ -113,14 +121,19 @@ def represent(data: Mapping[str, Any], cache_control: str, release_info: Release
     is of no use for bytes made once per version, and it would add a compiled dependency; every
     client we expect (browsers, curl, Rust's and Python's HTTP stacks) decodes brotli or gzip.
     """
+    release_info = served_privately(release_info, app_settings.APPS)
+    response: dict[str, Any] = {"success": True, "release_info": release_info, **notices.contract()}
+    data = GetCraftAppsReleaseInfoResponseSerializer(response).data
     body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return EncodedAnswer(
         body=body,
-        cache_control=cache_control,
+        cache_control=CACHEABLE if release_info.last_fetched is not None else NOT_CACHEABLE,
         etag=weak_etag(data),
-        gzip=_gzip(body),
-        br=_brotli(body, BROTLI_FAST_QUALITY),
+        gzip=gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0),
+        br=bytes(brotli.compress(body, mode=brotli.MODE_TEXT, quality=BROTLI_FAST_QUALITY)),
         release_info=release_info,
+        variant="" if channel == STABLE else variant(channel),
+        order_ms=order_ms,
     )
 
 
@@ -191,15 +204,7 @@ def refine(answer: EncodedAnswer) -> EncodedAnswer:
 
 def best_brotli(body: bytes) -> bytes:
     """``body`` in brotli at the best quality: what every worker ends up sending."""
-    return _brotli(body, BROTLI_BEST_QUALITY)
-
-
-def _gzip(body: bytes) -> bytes:
-    return gzip.compress(body, compresslevel=GZIP_LEVEL, mtime=0)
-
-
-def _brotli(body: bytes, quality: int) -> bytes:
-    return bytes(brotli.compress(body, mode=brotli.MODE_TEXT, quality=quality))
+    return bytes(brotli.compress(body, mode=brotli.MODE_TEXT, quality=BROTLI_BEST_QUALITY))
 
 
 Install = Callable[[EncodedAnswer, EncodedAnswer], None]  # (the answer refined, its better form)

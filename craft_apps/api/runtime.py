@@ -1,7 +1,7 @@
 """What one web process keeps between requests, in one ``Runtime``: ``runtime()`` returns it.
 
 A ``Runtime`` holds the clock, one state store per state directory, the endpoint's answer cache
-(``answer_cache``), the downloads pages (``page_cache``), the Tauri updater's answers
+(``answer``), the downloads pages (``page_cache``), the Tauri updater's answers
 (``tauri_answers``), the notices feed with its background reader thread
 (``craft_apps.content.feed``) and the guarded rollouts' watch. It is built on the first call; each
 part reads the settings when used, never at import or build time. ``reset()`` and ``use(runtime)``
@@ -20,8 +20,7 @@ from typing import Any
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from craft_apps.api.answer import RECHECK_S
-from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.answer import RECHECK_S, AnswerCache
 from craft_apps.api.guard_watch import GuardWatch
 from craft_apps.api.page_cache import PageCache
 from craft_apps.api.representation import Refiner
@@ -53,7 +52,7 @@ class Runtime:
         self.feed = feed or NoticesFeed(clock=self.clock)
         self.answers = AnswerCache(
             self.store,
-            self.notices,
+            self.feed.current,
             recheck_s,
             monotonic,
             refiner,

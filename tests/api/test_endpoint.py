@@ -10,7 +10,7 @@ from pathlib import Path
 
 from django.test import Client, override_settings
 
-from craft_apps.api import answer_cache, caching
+from craft_apps.api import caching, representation
 from craft_apps.api.runtime import reset
 from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import (
@@ -224,13 +224,13 @@ def test_other_methods_are_not_allowed(site: Path, client: Client):
 def test_an_unchanged_state_is_neither_read_nor_serialized_again(site: Path, client: Client, monkeypatch):
     publish(site, {"photocraft": AppState(fetched_ms=LATE_MS)})
     calls: list[str] = []
-    real_encode = answer_cache.encode_answer
+    real_encode = representation.encode_answer
 
     def counting_encode(info, *notices):
         calls.append("encode")
         return real_encode(info, *notices)
 
-    monkeypatch.setattr(answer_cache, "encode_answer", counting_encode)
+    monkeypatch.setattr("craft_apps.api.answer.encode_answer", counting_encode)
     first = client.get(URL).content
     second = client.get(URL).content
     assert calls == ["encode"]

@@ -14,7 +14,7 @@ import responses
 from django.test import Client
 
 from craft_apps.api import private_assets
-from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.answer import AnswerCache
 from craft_apps.api.private_assets import REDIRECT_CACHE
 from craft_apps.api.runtime import runtime
 from craft_apps.github.asset_links import KEEP_S, AssetLinks, LinkFailed, StaticToken

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import CommandError
 from django.test import Client
 
-from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.answer import AnswerCache
 from craft_apps.api.representation import Refiner
 from craft_apps.api.runtime import runtime
 from craft_apps.content.feed import NoticesFeed

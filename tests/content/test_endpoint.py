@@ -146,7 +146,6 @@ def test_the_answers_reuse_window_counts_from_the_end_of_its_look(
     site: Path, feed: NoticesFeed, monkeypatch, install_runtime
 ):
     clock = Monotonic()
-    cache = install_runtime(monotonic=clock, feed=feed).answers
     looks: list[float] = []
     current = feed.current
 
@@ -156,6 +155,7 @@ def test_the_answers_reuse_window_counts_from_the_end_of_its_look(
         return current()
 
     monkeypatch.setattr(feed, "current", slow_current)
+    cache = install_runtime(monotonic=clock, feed=feed).answers
     first = cache.answer()
     assert cache.answer() is first
     assert len(looks) == 1, "the request after a slow look reuses its answer"

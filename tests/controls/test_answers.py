@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from craft_apps.api.answer_cache import AnswerCache
+from craft_apps.api.answer import AnswerCache
 from craft_apps.api.runtime import runtime
 from craft_apps.content.models import AppChannel
 from craft_apps.host.store import DB_FILENAME
