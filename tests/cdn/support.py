@@ -119,7 +119,7 @@ class Origin(Server):
         """Every app fetched, and both workers serving it: a cacheable answer from each worker
         (``X-Worker-Pid``), each asked on a new connection, so neither still says no-store."""
         publish(self.state_dir, {"photocraft": AppState(latest_release=release(), fetched_ms=FETCHED_MS)})
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # a hang guard: the loop waits for its signal
         serving: set[str] = set()
         while len(serving) < 2:
             assert time.monotonic() < deadline, self.output()

@@ -59,7 +59,7 @@ def cached_everywhere(varnish: Varnish) -> None:
 
 def until_the_origin_serves_the_yank(origin: Origin) -> None:
     """Both workers answer without the release (each applies an edit within 2 s)."""
-    deadline, pids = time.monotonic() + 10, set[str]()
+    deadline, pids = time.monotonic() + 60, set[str]()  # a hang guard
     while len(pids) < 2:
         answer = ask(origin.port)
         if latest(answer) != TAG:
@@ -70,7 +70,7 @@ def until_the_origin_serves_the_yank(origin: Origin) -> None:
 def until_purged(purger: Purger) -> tuple[str, ...]:
     """Looks as the purge thread does, until a look purged something (its signal), and waits
     for its requests to be taken."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: the loop waits for its signal
     while not (purged := purger.look()):
         assert time.monotonic() < deadline, "the purge thread never saw the yank"
         time.sleep(0.2)

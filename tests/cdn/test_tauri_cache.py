@@ -30,7 +30,7 @@ def with_updater(origin: Origin) -> None:
     files = (UpdaterFile("windows-x86_64", BUNDLE, "c2lnbmF0dXJl"),)
     latest = replace(release(), updater=files)
     publish(origin.state_dir, {"photocraft": AppState(latest_release=latest, fetched_ms=FETCHED_MS)})
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: the loop waits for its signal
     while not all(get(origin.port, f"{TAURI}/0.4.0").status == 200 for _ in range(4)):
         assert time.monotonic() < deadline, origin.output()
 
