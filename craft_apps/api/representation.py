@@ -29,7 +29,7 @@ from craft_apps.api.validators import folded_etag, weak_etag
 from craft_apps.conf import app_settings
 from craft_apps.content.items import NO_NOTICES, Notices
 from craft_apps.kernel import signing
-from craft_apps.kernel.controls import ROLLOUT, Control
+from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import HistoryFetch, ReleaseInfo
 from craft_apps.kernel.instants import datetime_to_ms
 
@@ -189,7 +189,7 @@ def answer_order(
 def _steps_reached(control: Control, now_ms: int) -> int:
     """When a rollout's percentage last changed on its own by ``now_ms``: its last step reached
     (a paused one stops at its pause, which is an edit); 0 for none."""
-    if control.action != ROLLOUT:
+    if not control.kind.scheduled:
         return 0
     until = now_ms if control.paused_at_ms is None else min(now_ms, control.paused_at_ms)
     return max((step.at_ms for step in control.steps if step.at_ms <= until), default=0)
