@@ -74,7 +74,8 @@ def install(session: nox.Session, *requirement_files: str) -> None:
     stamp.write_text(want)
 
 
-@nox.session(venv_backend="uv")
+# --seed: pip in each environment, which the install tests run (python -m pip).
+@nox.session(venv_backend="uv", venv_params=["--seed"])
 @nox.parametrize(
     ("python", "django"),
     [(interpreter(python), django) for python, django in PAIRS],
