@@ -172,7 +172,8 @@ class Fleet:
             scheduled, index = await queue.get()
             if index < 0 or self._stop.is_set():
                 return
-            self.totals.sample(self.totals.late_s, max(0.0, time.monotonic() - scheduled))
+            started = time.monotonic()
+            self.totals.sample(self.totals.late_s, max(0.0, started - scheduled))
             try:
                 if stream is None:
                     stream = await self._open()
@@ -182,8 +183,11 @@ class Fleet:
                 if stream is not None:
                     stream[1].close()
                 stream = None
+            # As a launcher's timer: the next poll a period after this one started, so a late
+            # poll is never followed at once by the next.
             spread = self.poll_every_s * self.jitter
-            heapq.heappush(due, (scheduled + self.poll_every_s + self.rng.uniform(-spread, spread), index))
+            after = max(scheduled, started) + self.poll_every_s
+            heapq.heappush(due, (after + self.rng.uniform(-spread, spread), index))
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         try:
