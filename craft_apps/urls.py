@@ -4,8 +4,8 @@ from craft_apps.api import pages
 from craft_apps.api.downloads import DownloadPackageView, DownloadView
 from craft_apps.api.private_assets import private_asset
 from craft_apps.api.schema_views import GitHubWebhookView, HealthView, MetricsView, ReportsView
-from craft_apps.api.tauri import TauriUpdateView
 from craft_apps.api.views import ReleaseInfoView
+from craft_apps.tauri.views import TauriUpdateView
 
 app_name = "craft_apps"
 

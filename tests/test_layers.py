@@ -34,6 +34,8 @@ LAYERS: dict[str, float] = {
     "tauri.files": 2,  # latest.json and the .sig files read into updater files
     "tauri.file_reads": 2.5,  # each release's files read once and kept (uses source)
     "tauri.fake_release": 2.5,  # a release as tauri-action publishes one, for tests
+    "tauri.answers": 4.5,  # the endpoint's answers as sent (uses api's representation)
+    "tauri.views": 4.6,  # the Tauri updater endpoint (uses api and answers)
     "kernel.versions": 1,  # a tag read as a version and which release is newest: pure
     "kernel.signing": 1,  # the Ed25519 signature and its reference verifier, for launcher authors
     "kernel.actions": 1.5,  # one class per control action and their registry (uses versions)

@@ -2,7 +2,7 @@
 
 Endpoint: ``views``, ``answer``, ``representation``, ``negotiation``,
 ``validators``, ``caching``, ``channels``, ``controls``, ``serializers``, ``schema``, and a web
-process's state: ``runtime``, ``startup``. Tauri updater: ``tauri``, ``tauri_answers``. Private
+process's state: ``runtime``, ``startup``. Private
 apps: ``private_links``, ``private_assets``. People: ``downloads``, ``platforms``, ``pages``,
 ``page_cache``. Operators: ``health``, ``metrics``, ``policy_metrics``, ``guard_watch``,
 ``schema_views``, ``docs_settings``. GitHub: ``webhook``, ``refresh``. See docs/architecture.md.

@@ -1,11 +1,10 @@
 """What one web process keeps between requests, in one ``Runtime``: ``runtime()`` returns it.
 
 A ``Runtime`` holds the clock, one state store per state directory, the endpoint's answer cache
-(``answer``), the downloads pages (``page_cache``), the Tauri updater's answers
-(``tauri_answers``), the notices feed with its background reader thread
-(``craft_apps.content.feed``) and the guarded rollouts' watch. It is built on the first call; each
-part reads the settings when used, never at import or build time. ``reset()`` and ``use(runtime)``
-forget or replace what it keeps (settings changes, tests). See docs/architecture.md.
+(``answer``), the downloads pages (``page_cache``), other features' caches (``part``), the
+notices feed with its reader thread (``content.feed``) and the guarded rollouts' watch. It is
+built on the first call; each part reads the settings when used, never at import or build time.
+``reset()`` and ``use(runtime)`` forget or replace what it keeps (settings changes, tests).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar, cast
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
@@ -24,12 +23,18 @@ from craft_apps.api.answer import RECHECK_S, AnswerCache
 from craft_apps.api.guard_watch import GuardWatch
 from craft_apps.api.page_cache import PageCache
 from craft_apps.api.representation import Refiner
-from craft_apps.api.tauri_answers import TauriAnswers
 from craft_apps.conf import app_settings
 from craft_apps.content.feed import NoticesFeed
 from craft_apps.content.items import Notices
 from craft_apps.host.store import StateStore
 from craft_apps.kernel.clock import Clock, SystemClock
+
+
+class Clearable(Protocol):
+    def clear(self) -> None: ...
+
+
+Part = TypeVar("Part", bound=Clearable)
 
 # What a kept answer or page is made from, besides the state file and the notices.
 RESET_BY = frozenset({"CRAFT_APPS", "BASE_DIR", "TEMPLATES", "USE_TZ", "TIME_ZONE"})
@@ -70,7 +75,6 @@ class Runtime:
             self.answers.snapshot, self.feed.channel_apps, self.feed.controls, self.clock.now_ms
         )
         self.watch_guard = watch_guard
-        self.tauri = TauriAnswers()  # the Tauri updater endpoint's answers (api.tauri)
         # The endpoint's answers couldn't be counted (an unusable PROMETHEUS_MULTIPROC_DIR):
         # said once, not at every request.
         self.counting_failed = False
@@ -78,6 +82,7 @@ class Runtime:
         self.answer_counters: dict[tuple[int, str | None], Any] = {}
         self.tauri_counters: dict[int, Any] = {}  # the Tauri endpoint's, per status
         self._stores: dict[Path, StateStore] = {}
+        self._parts: dict[Callable[[], Any], Any] = {}
         self._lock = threading.Lock()
 
     def store(self, state_dir: Path) -> StateStore:
@@ -93,6 +98,14 @@ class Runtime:
         endpoints share it)."""
         return self.store(app_settings.STATE_DIR)
 
+    def part(self, make: Callable[[], Part]) -> Part:
+        """This process's one ``make()``: a feature's cache (the Tauri answers), made on the first ask."""
+        found = self._parts.get(make)
+        if found is None:
+            with self._lock:
+                found = self._parts.setdefault(make, make())
+        return cast(Part, found)
+
     def notices(self) -> Notices:
         """What the feed's last look left (never waits on the database, never raises)."""
         return self.feed.current()
@@ -101,7 +114,8 @@ class Runtime:
         """Forgets every kept answer, page and notice: the next request looks again."""
         self.answers.clear()
         self.pages.clear()
-        self.tauri.clear()
+        for part in list(self._parts.values()):
+            part.clear()
         self.feed.clear()
         self.counting_failed = False
 

@@ -93,3 +93,18 @@ def test_use_puts_a_runtime_in_place_for_a_block_then_the_one_before_and_ends_it
     assert runtime() is before
     thread.join(WAIT_S)
     assert not thread.is_alive(), "the block's runtime was closed"
+
+
+def test_a_features_cache_is_made_once_per_runtime_and_cleared_by_reset():
+    class Kept:
+        def __init__(self) -> None:
+            self.items = ["an answer"]
+
+        def clear(self) -> None:
+            self.items.clear()
+
+    with use(Runtime(feed=inline_feed())) as web:
+        kept = web.part(Kept)
+        assert web.part(Kept) is kept and kept.items == ["an answer"]
+        web.reset()
+        assert web.part(Kept) is kept and kept.items == []

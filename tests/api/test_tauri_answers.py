@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from craft_apps.api.caching import CACHEABLE, NOT_CACHEABLE
 from craft_apps.api.representation import EncodedAnswer
-from craft_apps.api.tauri_answers import TauriAnswers
 from craft_apps.kernel.domain import ReleaseInfo
+from craft_apps.tauri.answers import TauriAnswers
 
 
 def listed(cache_control: str = CACHEABLE, order_ms: int = 5) -> EncodedAnswer:

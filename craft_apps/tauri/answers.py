@@ -1,4 +1,4 @@
-"""The Tauri updater endpoint's answers as sent, kept per process (``api.tauri`` serves them).
+"""The Tauri updater endpoint's answers as sent, kept per process (``tauri.views`` serves them).
 
 An answer is its body (an update's JSON, or none: a 204), its weak ETag (a hash of the body,
 ``validators``), the variant its signature names and the release_info answer it was made from

@@ -31,6 +31,7 @@ from craft_apps.api.runtime import runtime
 from craft_apps.api.validators import not_modified
 from craft_apps.kernel.domain import AppReleaseInfo, Channel
 from craft_apps.kernel.instants import format_rfc3339
+from craft_apps.tauri.answers import TauriAnswers
 from craft_apps.tauri.updates import (
     ARCHES,
     BUNDLE_TYPES,
@@ -174,7 +175,7 @@ def respond(
     that no cache keeps. The body is compact JSON, not compressed (a few hundred bytes); the ETag
     is weak, a hash of the body (``validators``). With a signing key the answer carries
     ``Craft-Apps-Signature`` with the variant ``TauriRequest.variant`` names (docs/signed-feed.md),
-    made once per answer, period and keys (``tauri_answers``).
+    made once per answer, period and keys (``tauri.answers``).
     """
     if request.method not in ("GET", "HEAD"):
         response = HttpResponse(status=405)
@@ -189,7 +190,9 @@ def respond(
     app = listed.release_info.apps.get(app_key)
     if app is None:
         return _refused(request, Refusal(f"no app {shown(app_key)} is configured", 404))
-    answer = web.tauri.get(asked.variant, answer_body(app, asked, request.build_absolute_uri), listed)
+    answer = web.part(TauriAnswers).get(
+        asked.variant, answer_body(app, asked, request.build_absolute_uri), listed
+    )
     return _send(request, answer, now())
 
 
