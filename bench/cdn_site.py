@@ -55,7 +55,10 @@ class Origin:
         self.key = signing.generate()
         self.port = free_port()
         self.access_log = workdir / "access.log"
-        self.github = FakeGitHub(authenticated_limit=1_000_000).load_demo().start()
+        self.github = FakeGitHub(authenticated_limit=1_000_000).start()
+        # Its files on its own address, as the poller is told (GITHUB_WEB_URL), never github.com.
+        self.github.web_url = self.github.url
+        self.github.load_demo()
         self.env = self._env()
         self._read_lines = 0
         self.gunicorn: subprocess.Popen[bytes] | None = None

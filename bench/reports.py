@@ -305,15 +305,19 @@ class Steady:
 
     def __init__(self, url: str, rate: float) -> None:
         context = multiprocessing.get_context("spawn")
-        self.stop, self.flowing = context.Event(), context.Event()
+        self.stop, self.flowing, self.ready = context.Event(), context.Event(), context.Event()
         self.answers: Any = context.Queue()
         self.process = context.Process(
-            target=steady_process, args=(url, rate, self.flowing, self.stop, self.answers)
+            target=steady_process, args=(url, rate, self.flowing, self.stop, self.answers, self.ready)
         )
         self.sent: dict[int, int] = {}
 
     def start(self) -> None:
+        """Starts the process and returns once it is ready to send (its start-up is no part of
+        the measured rounds, however slow on a loaded machine)."""
         self.process.start()
+        if not self.ready.wait(FLOOD_TIMEOUT_S):
+            raise RuntimeError(f"the steady reports' process didn't start within {FLOOD_TIMEOUT_S} s")
 
     def end(self) -> None:
         self.stop.set()
@@ -322,9 +326,10 @@ class Steady:
         self.process.join()
 
 
-def steady_process(url: str, rate: float, flowing: Any, stop: Any, answers: Any) -> None:
+def steady_process(url: str, rate: float, flowing: Any, stop: Any, answers: Any, ready: Any) -> None:
     """``Steady``'s process: puts its answers by status on ``answers`` when stopped."""
     every = 1.0 / rate
+    ready.set()
 
     def paced() -> Iterator[tuple[bytes, str]]:
         next_at = time.perf_counter()

@@ -105,7 +105,8 @@ def report(site: Workers, n: int, outcome: str) -> float:
         "os": "windows",
         "arch": "x64",
     }
-    connection = http.client.HTTPConnection("127.0.0.1", site.port, timeout=5, source_address=(address(n), 0))
+    source = (address(n), 0)
+    connection = http.client.HTTPConnection("127.0.0.1", site.port, timeout=30, source_address=source)
     try:
         connection.request(
             "POST", "/v1/craft_apps/reports", json.dumps(body), {"Content-Type": "application/json"}
@@ -144,7 +145,7 @@ def paused_on(site: Workers) -> dict[str, float]:
     """Each worker's ``craft_apps_release_guard_paused`` for v1.3.0 (0 when absent), from
     concurrent scrapes of the metrics until both workers answered."""
     found: dict[str, float] = {}
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: the loop waits for both workers' answers
     while len(found) < 2:
         require(time.monotonic() < deadline, f"both workers' metrics: {found}")
         for pid, value in site._pool.map(lambda _: scrape_paused(site), range(8)):
@@ -169,7 +170,7 @@ def scrape_paused(site: Workers) -> tuple[str, float]:
 def served_by_both(site: Workers) -> dict[str, set[tuple[str | None, tuple[str, int] | None]]]:
     """What each of the two workers served of photocraft in bursts until both answered."""
     found: dict[str, set[tuple[str | None, tuple[str, int] | None]]] = {}
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a hang guard: the loop waits for both workers' answers
     while len(found) < 2:
         require(time.monotonic() < deadline, f"both workers answered: {sorted(found)}")
         answers: list[Served] = burst(site)

@@ -159,18 +159,21 @@ def test_workers_no_request_reached_pause_a_rollout_whose_counts_cross_the_thres
 
 
 def launch(sites: list[Workers], failing: set[int]) -> list[Posted]:
-    """Every launcher asks a host (A or B in turn) and, when the rule gives it v1.3.0, reports."""
-
-    def one(n: int) -> Posted | None:
-        site = sites[n % 2]
-        if installs(get(site), n) != TAG:
-            return None
-        failed = n in failing
-        return Posted(report(site, n, "failed" if failed else "installed"), failed)
-
+    """Every launcher asks a host (A or B in turn); then each the rule gave v1.3.0 reports. Every
+    launcher asks before any reports: the next step waits for the minimum of installs, so it
+    can't change what a launcher is told however slowly the asks go on a loaded machine."""
     order = random.Random(7).sample(range(LAUNCHERS), LAUNCHERS)
+
+    def updates(n: int) -> bool:
+        return installs(get(sites[n % 2]), n) == TAG
+
+    def one(n: int) -> Posted:
+        failed = n in failing
+        return Posted(report(sites[n % 2], n, "failed" if failed else "installed"), failed)
+
     with ThreadPoolExecutor(8) as pool:
-        return [p for p in pool.map(one, order) if p is not None]
+        updated = [n for n, yes in zip(order, pool.map(updates, order), strict=True) if yes]
+        return list(pool.map(one, updated))
 
 
 @pytest.mark.parametrize("failing_share", [5, 1])

@@ -53,7 +53,7 @@ class Poller:
     def wait_for(self, text: str, timeout: float = 20) -> float:
         """Seconds until `text` appears in the output."""
         return wait_until(
-            lambda: text in self.output(), timeout, f"{text!r} in {self.log.name}: {self.output()}"
+            lambda: text in self.output(), timeout, lambda: f"{text!r} in {self.log.name}: {self.output()}"
         )
 
     def finish(self, timeout: float = 20) -> int:
@@ -68,10 +68,12 @@ class Poller:
         self.finish()
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> float:
+def wait_until(condition: Callable[[], bool], timeout: float, what: str | Callable[[], str]) -> float:
+    """Seconds until ``condition()`` holds; ``what`` (or what it returns, at the failure) names it."""
     started = time.monotonic()
     while not condition():
         if time.monotonic() - started > timeout:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            named = what if isinstance(what, str) else what()
+            raise AssertionError(f"timed out after {timeout} s waiting for {named}")
         time.sleep(0.02)
     return time.monotonic() - started
