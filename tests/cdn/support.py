@@ -128,9 +128,16 @@ class Origin(Server):
                 serving.add(answer.headers["x-worker-pid"])
 
     def start(self) -> None:
+        """Starts gunicorn and waits until both workers answer: a proxy in front gives up on an
+        origin after 10 s, less than a worker may take to start on a busy machine."""
         args = [sys.executable, "-m", "gunicorn", "config.wsgi", "--workers", "2", "--timeout", "0"]
         args += ["--access-logfile", "-"]
         self._start([*args, "--bind", f"127.0.0.1:{self.port}"], self.env, self.port)
+        deadline = time.monotonic() + 60  # a hang guard: the loop waits for its signal
+        answered: set[str] = set()
+        while len(answered) < 2:
+            assert time.monotonic() < deadline, self.output()
+            answered.add(ask(self.port, coding="").headers["x-worker-pid"])
 
 
 class Nginx(Server):
@@ -229,7 +236,7 @@ def ask(
     if etag:
         request.add_header("If-None-Match", etag)
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=60) as response:  # a hang guard
             headers = {k.lower(): v for k, v in response.headers.items()}
             return Answer(response.status, headers, response.read())
     except urllib.error.HTTPError as err:
