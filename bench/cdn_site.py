@@ -203,7 +203,7 @@ class Origin:
 def save_yank(tag: str) -> None:
     """In the origin's environment (Django set up): the yank row, checked as the admin checks it."""
     from craft_apps.content.models import ReleaseControl
-    from craft_apps.kernel.controls import YANK
+    from craft_apps.controls.rules import YANK
 
     row = ReleaseControl(app_key=APP.key, action=YANK, tag=tag, reason="bench: a bad build")
     row.full_clean()

@@ -1,11 +1,11 @@
-"""The release control actions (craft_apps.kernel.actions): one class each, found by the name a
+"""The release control actions (craft_apps.controls.actions): one class each, found by the name a
 control stores, each saying what it takes, what it serves and how it is shown."""
 
 from __future__ import annotations
 
-from craft_apps.kernel.actions.base import Action
-from craft_apps.kernel.actions.registry import EVERY_ACTION, named, names
-from craft_apps.kernel.controls import HOLD, ROLLOUT, YANK, Control
+from craft_apps.controls.actions.base import Action
+from craft_apps.controls.actions.registry import EVERY_ACTION, named, names
+from craft_apps.controls.rules import HOLD, ROLLOUT, YANK, Control
 
 
 def test_the_registry_finds_each_action_by_its_stored_name_in_rank_order() -> None:

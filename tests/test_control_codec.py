@@ -9,10 +9,9 @@ from datetime import datetime
 
 import pytest
 
-from craft_apps.content.kept_controls import decode, encode
 from craft_apps.content.models import ReleaseControl
-from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import (
+from craft_apps.controls.kept import decode, encode
+from craft_apps.controls.rules import (
     CONTROL_FIELDS,
     ROLLOUT,
     STAGED,
@@ -22,6 +21,7 @@ from craft_apps.kernel.controls import (
     as_data,
     from_data,
 )
+from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.instants import datetime_to_ms
 
 PAUSED = datetime(2026, 9, 20, 11, 0, tzinfo=UTC)
@@ -130,7 +130,7 @@ def test_the_admin_shows_every_field_the_operators_edit_in_the_models_order() ->
     from django.http import HttpRequest
 
     from craft_apps.admin import ReleaseControlAdmin
-    from craft_apps.content.control_form import ReleaseControlForm
+    from craft_apps.controls.form import ReleaseControlForm
 
     edited = [f.name for f in ReleaseControl._meta.concrete_fields if f.editable and not f.primary_key]
     assert list(ReleaseControlForm().fields) == edited

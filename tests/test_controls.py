@@ -1,4 +1,4 @@
-"""The release controls' rule (craft_apps.kernel.controls): what hold, yank and rollout serve, how a
+"""The release controls' rule (craft_apps.controls.rules): what hold, yank and rollout serve, how a
 schedule moves, and the one check a set of controls must pass, on plain releases."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import (
+from craft_apps.controls.rules import (
     HOLD,
     ROLLOUT,
     YANK,
@@ -24,6 +23,7 @@ from craft_apps.kernel.controls import (
     tag_known,
     waiting,
 )
+from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import Release, Rollout
 from craft_apps.kernel.instants import datetime_to_ms
 from tests.support import release

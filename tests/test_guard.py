@@ -1,10 +1,10 @@
-"""A guarded policy's rule (``kernel.guard``): a step waits for its time, the minimum of installs
+"""A guarded policy's rule (``controls.guard``): a step waits for its time, the minimum of installs
 and a healthy share; over the threshold it pauses, and stays paused until resumed."""
 
 from __future__ import annotations
 
-from craft_apps.kernel.controls import ROLLOUT, Control, Step
-from craft_apps.kernel.guard import GuardRule, Health, Mark, decide, format_marks, parse_marks, resume
+from craft_apps.controls.guard import GuardRule, Health, Mark, decide, format_marks, parse_marks, resume
+from craft_apps.controls.rules import ROLLOUT, Control, Step
 
 HOUR = 3_600_000
 ROLL = Control(

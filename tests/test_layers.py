@@ -16,8 +16,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "craft_apps"
 
 # Layer of each part of the package, lowest first. A module may import its own part and any part
-# of a strictly lower layer, and nothing else. The kernel's modules are parts of their own
-# (``kernel.domain``), so the order inside the kernel is held too.
+# of a strictly lower layer, and nothing else. The kernel's and the release controls' modules are
+# parts of their own (``kernel.domain``, ``controls.rules``), so the order inside them is held too.
 LAYERS: dict[str, float] = {
     "kernel": -2,  # the kernel package itself: a docstring, no code
     "kernel.compat": -1,  # what Python 3.11 added, for 3.10: below everything
@@ -38,17 +38,26 @@ LAYERS: dict[str, float] = {
     "tauri.views": 4.6,  # the Tauri updater endpoint (uses api and answers)
     "kernel.versions": 1,  # a tag read as a version and which release is newest: pure
     "kernel.signing": 1,  # the Ed25519 signature and its reference verifier, for launcher authors
-    "kernel.actions": 1.5,  # one class per control action and their registry (uses versions)
+    # The release controls: each module of the package is a part of its own, its pure rules low
+    # (held to the kernel's purity), what reads or writes higher.
+    "controls": -2,  # the package itself: a docstring, no code
+    "controls.actions": 1.5,  # one class per control action and their registry (uses versions)
     "conf": 2,
-    "kernel.controls": 2,  # hold, yank and staged rollout: the rule, its check and its codec
+    "controls.rules": 2,  # hold, yank and staged rollout: the rule, its check and its codec
     "kernel.source": 2,  # what the poller asks of a release source; github implements it
-    "kernel.guard": 2.2,  # a guarded policy's rule: moves on while healthy, pauses (uses controls)
-    "kernel.policies": 2.5,  # each app's release policy: what waits (uses controls)
+    "controls.guard": 2.2,  # a guarded policy's rule: moves on while healthy, pauses (uses rules)
+    "controls.policies": 2.5,  # each app's release policy: what waits (uses rules)
+    "controls.kept": 2.6,  # the controls kept in the state directory (content's feed reads them)
     "kernel.serving": 3,  # what each channel serves each app: the one serving rule
     "github": 3,
     "host": 3,
     "fleet": 3,
     "content": 3,  # what operators edit: renames, notices, channels, release controls
+    "controls.form": 3.1,  # the admin's control form (uses content's model)
+    "controls.known_tags": 3.1,  # the tags the host knows (uses host)
+    "controls.relay": 3.1,  # the controls shared with the fleet (uses fleet)
+    "controls.status": 3.1,  # the policies as the status shows them (uses serving)
+    "controls.guard_banner": 3.1,  # a paused guarded rollout's banner (uses content's policies)
     "reports": 3.5,  # install reports: the endpoint, its queue and the counts (host and fleet)
     "polling": 4,
     "api": 4,
@@ -89,10 +98,10 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def part_of(module: str) -> str:
-    """The layer's name of a module: its top-level part, or ``<package>.<module>`` in the kernel
-    and the Tauri updater, whose modules sit at layers of their own."""
+    """The layer's name of a module: its top-level part, or ``<package>.<module>`` in the kernel,
+    the release controls and the Tauri updater, whose modules sit at layers of their own."""
     parts = module.split(".")
-    return ".".join(parts[1:3]) if parts[1] in ("kernel", "tauri") else parts[1]
+    return ".".join(parts[1:3]) if parts[1] in ("kernel", "controls", "tauri") else parts[1]
 
 
 @functools.cache
@@ -118,26 +127,37 @@ def test_imports_only_its_own_part_or_lower_layers(module: str) -> None:
     assert not wrong, f"{module} (layer {LAYERS[own]}) imports a same or higher layer: {wrong}"
 
 
-def test_the_kernel_imports_only_the_kernel() -> None:
-    """The kernel is pure: no Django, nothing of the package outside it (a test of plain data)."""
+# The release controls' pure rules, held to the kernel's purity.
+PURE_CONTROLS = ("controls.rules", "controls.actions", "controls.guard", "controls.policies")
+
+
+def is_pure(part: str) -> bool:
+    return part.startswith("kernel") or part in PURE_CONTROLS
+
+
+def imports_django(path: Path) -> bool:
+    return any(
+        (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "django" for a in node.names))
+        or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "django")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    )
+
+
+def test_the_kernel_and_the_control_rules_import_only_each_other() -> None:
+    """The kernel and the controls' rules are pure: no Django, nothing of the package outside
+    them (a test of plain data)."""
     outside = sorted(
         (src, dst)
         for src, targets in graph().items()
-        if src != "craft_apps" and part_of(src).startswith("kernel")
+        if src != "craft_apps" and is_pure(part_of(src))
         for dst in targets
-        if not part_of(dst).startswith("kernel")
+        if not is_pure(part_of(dst))
     )
     assert not outside
-    django = sorted(
-        str(path.relative_to(PACKAGE.parent))
-        for path in (PACKAGE / "kernel").rglob("*.py")
-        if any(
-            (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "django" for a in node.names))
-            or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "django")
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-        )
-    )
-    assert not django
+    paths = [*(PACKAGE / "kernel").rglob("*.py"), *(PACKAGE / "controls" / "actions").rglob("*.py")]
+    paths += [PACKAGE / "controls" / f"{name}.py" for name in ("rules", "guard", "policies")]
+    assert all(path.is_file() for path in paths)
+    assert [str(path.relative_to(PACKAGE.parent)) for path in paths if imports_django(path)] == []
 
 
 def test_the_top_holds_only_what_django_looks_for_and_the_entry_points() -> None:

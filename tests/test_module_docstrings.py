@@ -1,7 +1,7 @@
-"""A module of the kernel or the content package opens with a short docstring: at most six
-lines, with a link to the docs page that explains the rest (a page that exists). A module of the
-other packages listed in ``PLAIN`` opens with one of at most eight lines. The cases a module
-covers live in its tests and in the docs, not in its docstring."""
+"""A module of the kernel, the content or the controls package opens with a short docstring: at
+most six lines, with a link to the docs page that explains the rest (a page that exists). A module
+of the other packages listed in ``PLAIN`` opens with one of at most eight lines. The cases a
+module covers live in its tests and in the docs, not in its docstring."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "craft_apps"
-HELD = ("kernel", "content")
+HELD = ("kernel", "content", "controls")
 MAX_LINES = 6
 # A package's own docstring names each of its modules instead (tests/test_package_docstrings.py).
 MODULES = sorted(p for part in HELD for p in (PACKAGE / part).glob("*.py") if p.name != "__init__.py")
@@ -48,6 +48,7 @@ PLAIN = (
     "reports",
     "polling",
     "tauri",
+    "controls",
 )
 PLAIN_MAX_LINES = 8
 PLAIN_MODULES = sorted(p for part in PLAIN for p in (PACKAGE / part).rglob("*.py") if p.name != "__init__.py")

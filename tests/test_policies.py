@@ -1,4 +1,4 @@
-"""The release policy's rule (craft_apps.kernel.policies): which new releases wait, the percentage a
+"""The release policy's rule (craft_apps.controls.policies): which new releases wait, the percentage a
 staged one is served at (depending only on its publish time and the clock), approval, and the
 operator's hand-made controls winning, on plain releases."""
 
@@ -9,11 +9,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import APPROVAL, APPROVED, HOLD, ROLLOUT, STAGED, YANK, Control, Step
-from craft_apps.kernel.domain import Rollout
-from craft_apps.kernel.instants import datetime_to_ms
-from craft_apps.kernel.policies import (
+from craft_apps.controls.policies import (
     DEFAULT_SCHEDULE,
     Offset,
     PolicyScheduleRefused,
@@ -24,6 +20,10 @@ from craft_apps.kernel.policies import (
     serve,
     waiting,
 )
+from craft_apps.controls.rules import APPROVAL, APPROVED, HOLD, ROLLOUT, STAGED, YANK, Control, Step
+from craft_apps.kernel.compat import UTC
+from craft_apps.kernel.domain import Rollout
+from craft_apps.kernel.instants import datetime_to_ms
 from tests.support import release
 
 HOUR = timedelta(hours=1)

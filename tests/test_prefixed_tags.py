@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from craft_apps.controls.rules import HOLD, ROLLOUT, Control, serve
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import HOLD, ROLLOUT, Control, serve
 from craft_apps.kernel.domain import Release
 from craft_apps.kernel.instants import datetime_to_ms
 from tests.support import release

@@ -4,8 +4,9 @@ Each ``ModelAdmin`` registered here validates with the model's ``full_clean`` an
 JSON launchers get; ``ReleaseControlAdmin`` needs the model's own permissions, records who changed
 a control and why, and warns when the host knows no release of its tag. What the host knows
 comes from the endpoint's answer cache (``AnswerCache.snapshot``): no admin page opens the state
-file or Redis. Beside them: ``policies`` the release policies' admin, ``guard_banner`` the banner
-of a paused guarded rollout, ``reports_chart`` the install reports' page, drawn by ``chart_svg``.
+file or Redis. Beside them: ``policies`` the release policies' admin (a paused guarded rollout's
+banner is ``controls.guard_banner``), ``reports_chart`` the install reports' page, drawn by
+``chart_svg``.
 """
 
 from __future__ import annotations
@@ -23,12 +24,9 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from craft_apps.admin.guard_banner import PausedBannerAdmin, warn_paused
-from craft_apps.api.controls import known_tags
 from craft_apps.api.runtime import runtime
 from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.conf import app_settings
-from craft_apps.content.control_form import EDITED_CONTROL_FIELDS, ReleaseControlForm, control_form
 from craft_apps.content.feed import load_scheduled
 from craft_apps.content.items import Notices, Visibility
 from craft_apps.content.models import (
@@ -40,8 +38,11 @@ from craft_apps.content.models import (
     ReleaseControl,
     RepoRename,
 )
-from craft_apps.kernel.actions.registry import named
-from craft_apps.kernel.controls import newest_first, tag_known, waiting
+from craft_apps.controls.actions.registry import named
+from craft_apps.controls.form import EDITED_CONTROL_FIELDS, ReleaseControlForm, control_form
+from craft_apps.controls.guard_banner import PausedBannerAdmin, warn_paused
+from craft_apps.controls.known_tags import known_tags
+from craft_apps.controls.rules import newest_first, tag_known, waiting
 from craft_apps.kernel.domain import Channel
 from craft_apps.kernel.instants import datetime_to_ms
 

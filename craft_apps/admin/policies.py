@@ -23,20 +23,20 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.html import format_html
 
-from craft_apps.admin.guard_banner import paused_marks, paused_text, warn_paused
 from craft_apps.admin.reports_chart import install_reports_urls
 from craft_apps.api.answer import build_release_info
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
 from craft_apps.content.channels import read_channel_apps, read_controls
-from craft_apps.content.control_form import app_choices, set_widget
 from craft_apps.content.models import REASON_MAX, ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
+from craft_apps.controls.form import app_choices, set_widget
+from craft_apps.controls.guard import FAILING, Health, Mark, resume
+from craft_apps.controls.guard_banner import paused_marks, paused_text, warn_paused
+from craft_apps.controls.policies import parse_offsets, policy_of, rollout_of
+from craft_apps.controls.rules import APPROVAL, GUARDED, ROLLOUT, STAGED, format_schedule
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import APPROVAL, GUARDED, ROLLOUT, STAGED, format_schedule
-from craft_apps.kernel.guard import FAILING, Health, Mark, resume
 from craft_apps.kernel.instants import datetime_to_ms, format_ms, ms_to_datetime
-from craft_apps.kernel.policies import parse_offsets, policy_of, rollout_of
 from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
 from craft_apps.kernel.versions import version_text
 from craft_apps.reports.counts import ReportsUnavailable
@@ -96,7 +96,7 @@ EDITABLE = (
 
 class ReleasePolicyForm(forms.ModelForm):  # type: ignore[type-arg]
     """The model's fields, the app key chosen from the configured apps (as a control's,
-    ``control_form.app_choices``); the model's validation is the one rule."""
+    ``controls.form.app_choices``); the model's validation is the one rule."""
 
     notify_url = forms.URLField(
         required=False,

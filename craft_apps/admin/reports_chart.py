@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString, mark_safe
 from craft_apps.admin.chart_svg import ReleaseShare, Series, adoption_svg, failure_svg
 from craft_apps.conf import app_settings
 from craft_apps.content.policy_models import ReleasePolicy
-from craft_apps.kernel.controls import GUARDED
+from craft_apps.controls.rules import GUARDED
 from craft_apps.reports.counts import DailyInstalls, ReleaseCounts, ReportsUnavailable, last_days
 from craft_apps.reports.stores import daily_installs, release_counts
 

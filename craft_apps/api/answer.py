@@ -21,8 +21,8 @@ from craft_apps.api.channels import STABLE, variant
 from craft_apps.api.representation import EncodedAnswer, Refiner, SignatureSlot, answer_order, encode_answer
 from craft_apps.conf import app_settings
 from craft_apps.content.items import Notices
+from craft_apps.controls.rules import Control, percentages
 from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
-from craft_apps.kernel.controls import Control, percentages
 from craft_apps.kernel.domain import (
     NO_CHANNEL_APPS,
     AppReleaseInfo,

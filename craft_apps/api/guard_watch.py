@@ -1,5 +1,5 @@
 """The guarded policies' watch in each web process: once a second, each guarded release is judged
-on the fleet's install counts (``kernel.guard.decide``); a step or a pause is written to the
+on the fleet's install counts (``controls.guard.decide``); a step or a pause is written to the
 policy's row by a compare-and-set (once, by the first process to see it), which every web
 process serves within 2 s. The writer of a pause logs it and queues the webhook post
 (``reports.notify``). See docs/controls.md#guarded-rollouts.
@@ -18,12 +18,12 @@ from django.utils import timezone
 from craft_apps.api.answer import build_release_info
 from craft_apps.conf import app_settings
 from craft_apps.content.policy_models import GUARD_AUTHOR, ReleasePolicy
+from craft_apps.controls.guard import FAILING, Decision, Health, decide
+from craft_apps.controls.policies import policy_of, rollout_of
+from craft_apps.controls.rules import GUARDED, Control
 from craft_apps.host.store import StateSnapshot
-from craft_apps.kernel.controls import GUARDED, Control
 from craft_apps.kernel.domain import ChannelApps
-from craft_apps.kernel.guard import FAILING, Decision, Health, decide
 from craft_apps.kernel.instants import datetime_to_ms
-from craft_apps.kernel.policies import policy_of, rollout_of
 from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
 from craft_apps.kernel.text import one_line
 from craft_apps.kernel.versions import version_text

@@ -23,13 +23,14 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from craft_apps.api import private_assets
 from craft_apps.api.caching import NOT_CACHEABLE
-from craft_apps.api.controls import known_tags
 from craft_apps.api.health import host_view, without_body
 from craft_apps.api.policy_metrics import policy_metrics
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import Problem, app_settings
 from craft_apps.content import feed as notices_feed
-from craft_apps.content import kept_controls
+from craft_apps.controls import kept
+from craft_apps.controls.known_tags import known_tags
+from craft_apps.controls.rules import ACTIONS, Control, tag_known
 from craft_apps.host.counters import OUTCOMES, PURGE_OUTCOMES, UPDATER_OUTCOMES
 from craft_apps.host.drops import GONE, MOVED
 from craft_apps.host.health import (
@@ -40,7 +41,6 @@ from craft_apps.host.health import (
     lease_active,
 )
 from craft_apps.host.observe import HostView
-from craft_apps.kernel.controls import ACTIONS, Control, tag_known
 from craft_apps.kernel.domain import Channel, PollMode
 from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.kernel.source import DROP_REASONS
@@ -166,7 +166,7 @@ def registry() -> CollectorRegistry:
             TAURI_ANSWERS,
             notices_feed.LOOK_FAILURES,
             notices_feed.LEFT_OUT,
-            kept_controls.FAILURES,
+            kept.FAILURES,
             private_assets.FAILURES,
             report_meters.ANSWERS,
             report_meters.NOT_COUNTED,

@@ -13,8 +13,8 @@ from craft_apps.api.answer import build_release_info
 from craft_apps.api.guard_watch import health_of
 from craft_apps.api.runtime import runtime
 from craft_apps.conf import app_settings
+from craft_apps.controls.rules import GUARDED
 from craft_apps.host.observe import HostView
-from craft_apps.kernel.controls import GUARDED
 from craft_apps.kernel.serving import HostReleases, WaitingRelease, waiting_releases
 from craft_apps.kernel.versions import version_text
 from craft_apps.reports.counts import ReportsUnavailable

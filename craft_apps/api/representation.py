@@ -28,8 +28,8 @@ from craft_apps.api.serializers import GetCraftAppsReleaseInfoResponseSerializer
 from craft_apps.api.validators import folded_etag, weak_etag
 from craft_apps.conf import app_settings
 from craft_apps.content.items import NO_NOTICES, Notices
+from craft_apps.controls.rules import Control
 from craft_apps.kernel import signing
-from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import HistoryFetch, ReleaseInfo
 from craft_apps.kernel.instants import datetime_to_ms
 

@@ -2,8 +2,8 @@
 
 ``models`` the tables; ``items`` the served shapes (no Django); ``feed`` what a web process
 serves, read at most once a second, and ``pacer`` its timing; ``channels`` channel settings and
-control queries; ``kept_controls`` controls kept in the state directory; ``served_versions`` each
-process's served version; ``policy_models`` release policies; ``transfer`` export and import;
-``control_form`` the admin's control form.
+control queries; ``served_versions`` each process's served version; ``policy_models`` release
+policies; ``transfer`` export and import. The release controls' rules and form are in
+``craft_apps.controls``.
 See docs/renames-and-notices.md, docs/channels.md and docs/controls.md.
 """

@@ -18,11 +18,11 @@ from django.db import close_old_connections, router
 
 from craft_apps.content.models import AppChannel, ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
+from craft_apps.controls.policies import IMMEDIATE
+from craft_apps.controls.rules import Control
 from craft_apps.kernel.clock import SystemClock
-from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import Channel, ChannelApps
 from craft_apps.kernel.instants import datetime_to_ms
-from craft_apps.kernel.policies import IMMEDIATE
 from craft_apps.kernel.text import one_line
 
 logger = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class HistoryApps:
 
     def controls(self) -> tuple[Control, ...] | None:
         """The release controls as the last read left them (no read of its own); None before
-        the first read that answered: the poller then relays the fleet's (``polling.controls_relay``)."""
+        the first read that answered: the poller then relays the fleet's (``controls.relay``)."""
         with self._lock:
             return self._controls
 

@@ -24,12 +24,12 @@ from prometheus_client import Counter, Gauge
 from craft_apps.conf import app_settings
 from craft_apps.content.channels import read_channel_apps, read_controls
 from craft_apps.content.items import MAX_SERVED_PER_KIND, NO_NOTICES, Notices, Scheduled, Window
-from craft_apps.content.kept_controls import KeptControls
 from craft_apps.content.models import Alert, Announcement, AppRename, Notice, NoticesVersion, RepoRename
 from craft_apps.content.pacer import Pacer
 from craft_apps.content.served_versions import Reporter
+from craft_apps.controls.kept import KeptControls
+from craft_apps.controls.rules import Control
 from craft_apps.kernel.clock import Clock, SystemClock
-from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import NO_CHANNEL_APPS, ChannelApps
 from craft_apps.kernel.instants import ms_to_datetime
 from craft_apps.kernel.text import one_line
@@ -181,7 +181,7 @@ class LeftOutReport:
 
 
 class KeptFile:
-    """The state directory's copy of the controls (``kept_controls``), or None when not kept."""
+    """The state directory's copy of the controls (``controls.kept``), or None when not kept."""
 
     def __init__(self, keep: bool) -> None:
         self.keep = keep
@@ -223,7 +223,7 @@ class NoticesFeed:
         report_served: bool | None = None,
     ) -> None:
         self.recheck_s = recheck_s
-        self.keep_controls = keep_controls  # in the state directory's file (``kept_controls``)
+        self.keep_controls = keep_controls  # in the state directory's file (``controls.kept``)
         self.stalled_s = stalled_s
         self.first_look_wait_s = first_look_wait_s
         self._monotonic = monotonic
@@ -320,7 +320,7 @@ class NoticesFeed:
         look, as ``channel_apps``. A process that has never read them from the database stats the
         kept file, and when it changed waits for the beat to read it, at most
         ``first_look_wait_s``: the poller writes the fleet's there before it publishes the
-        releases they apply to (``polling.controls_relay``). A request never opens the file."""
+        releases they apply to (``controls.relay``). A request never opens the file."""
         if not self._controls_read:
             kept = self._kept_controls()
             if self.pacer is None:

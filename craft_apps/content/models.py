@@ -27,9 +27,8 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from craft_apps.content.items import AlertItem, AnnouncementItem, AppRenameItem, RepoRenameItem, Window
-from craft_apps.kernel.actions.registry import EVERY_ACTION, named
-from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import (
+from craft_apps.controls.actions.registry import EVERY_ACTION, named
+from craft_apps.controls.rules import (
     CONTROL_FIELDS,
     EVERY_CHANNEL,
     Control,
@@ -38,6 +37,7 @@ from craft_apps.kernel.controls import (
     parse_schedule,
     problems,
 )
+from craft_apps.kernel.compat import UTC
 from craft_apps.kernel.domain import Channel
 from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.kernel.text import quoted
@@ -528,7 +528,7 @@ TAG_MAX = 255  # git allows longer; GitHub's release pages don't
 
 
 class ActionField(models.CharField):  # type: ignore[type-arg]
-    """A control's action: one of ``kernel.actions``' names, each described in the help text.
+    """A control's action: one of ``controls.actions``' names, each described in the help text.
     Migrations see a plain ``CharField`` without either: a new action needs no migration."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -547,7 +547,7 @@ REASON_MAX = 1000
 
 
 class ReleaseControl(_Derived):
-    """One operator decision about one app's release (``craft_apps.kernel.controls`` says what each
+    """One operator decision about one app's release (``craft_apps.controls.rules`` says what each
     does): a hold at a tag, a yank of a tag, or a staged rollout of a tag with an optional
     schedule and a pause. Each has a required reason; who changed it last is kept beside it
     and the admin's log keeps every change. Every write bumps ``NoticesVersion``: the web

@@ -1,7 +1,7 @@
 """Each app's release policy per channel (``ReleasePolicy``), edited beside the release controls.
 
 ``immediate`` (the default, as without a row), ``staged``, ``guarded`` or ``approval``:
-``kernel.policies`` and ``kernel.guard`` say what each does. Every write bumps
+``controls.policies`` and ``controls.guard`` say what each does. Every write bumps
 ``NoticesVersion``, so the web processes apply an edit or an approval within about a
 second. See docs/controls.md.
 """
@@ -26,11 +26,8 @@ from craft_apps.content.models import (
     _Derived,
     app_key,
 )
-from craft_apps.kernel.controls import APPROVED, GUARD, GUARDED, Control
-from craft_apps.kernel.domain import Channel, tag_problem
-from craft_apps.kernel.guard import GuardRule, Mark, format_marks, parse_marks
-from craft_apps.kernel.instants import datetime_to_ms
-from craft_apps.kernel.policies import (
+from craft_apps.controls.guard import GuardRule, Mark, format_marks, parse_marks
+from craft_apps.controls.policies import (
     DEFAULT_SCHEDULE,
     IMMEDIATE,
     KINDS,
@@ -40,6 +37,9 @@ from craft_apps.kernel.policies import (
     parse_offsets,
     policy_control,
 )
+from craft_apps.controls.rules import APPROVED, GUARD, GUARDED, Control
+from craft_apps.kernel.domain import Channel, tag_problem
+from craft_apps.kernel.instants import datetime_to_ms
 
 APPROVED_KEPT = 50  # the newest approvals a policy keeps: far more than the releases it still sees
 MARKS_KEPT = 50  # the newest guarded decisions a policy keeps, one per release
@@ -150,7 +150,7 @@ class ReleasePolicy(_Derived):
         return GuardRule(self.min_installs, float(self.max_failing_percent))
 
     def marks(self) -> dict[str, Mark]:
-        """What the guard decided for each release, by tag (``kernel.guard``)."""
+        """What the guard decided for each release, by tag (``controls.guard``)."""
         return parse_marks(self.guard or "")
 
     def set_marks(self, marks: dict[str, Mark]) -> None:

@@ -21,9 +21,9 @@ from django.utils.dateparse import parse_datetime
 
 from craft_apps.content.models import NOTICE_MODELS, AppChannel, Notice, ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
+from craft_apps.controls.rules import problems as control_problems
+from craft_apps.controls.rules import waiting
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.controls import problems as control_problems
-from craft_apps.kernel.controls import waiting
 from craft_apps.kernel.domain import Channel
 from craft_apps.kernel.text import one_line, quoted
 
@@ -179,7 +179,7 @@ def import_notices(
     known_tags: dict[str, frozenset[str]] | None = None,
 ) -> ImportReport:
     """Makes the database hold exactly ``document``'s items, or raises ``ImportRefused``.
-    ``known_tags``: the tags the host knows of each app (``api.controls.known_tags``); a
+    ``known_tags``: the tags the host knows of each app (``controls.known_tags``); a
     release control whose tag isn't one is imported with a warning; None checks no tag."""
     db = using or router.db_for_write(NOTICE_MODELS[0])
     problems: list[str] = []

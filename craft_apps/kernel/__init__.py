@@ -2,8 +2,7 @@
 
 ``compat`` Python 3.11's additions for 3.10; ``domain`` shared types; ``instants`` times;
 ``clock`` time as a dependency; ``codec`` a release's JSON; ``versions`` tags as versions;
-``signing`` the Ed25519 signature; ``controls`` hold, yank, rollout (``actions`` one class
-each); ``policies`` release policies; ``guard`` a guarded rollout's step or pause; ``serving``
-what each channel serves; ``links`` which links may be served; ``text`` one-line text;
-``source`` what the poller asks of a release source. See docs/architecture.md.
+``signing`` the Ed25519 signature; ``serving`` what each channel serves (with the release
+controls' pure rules, ``craft_apps.controls``); ``links`` which links may be served; ``text``
+one-line text; ``source`` what the poller asks of a release source. See docs/architecture.md.
 """

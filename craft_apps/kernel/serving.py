@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from craft_apps.kernel.controls import Control, by_app
+from craft_apps.controls.policies import Wait, schedules, waiting
+from craft_apps.controls.policies import serve as serve_controls
+from craft_apps.controls.rules import Control, by_app
 from craft_apps.kernel.domain import (
     AppSpec,
     Channel,
@@ -22,8 +24,6 @@ from craft_apps.kernel.domain import (
     release_page_is_of,
     same_repo,
 )
-from craft_apps.kernel.policies import Wait, schedules, waiting
-from craft_apps.kernel.policies import serve as serve_controls
 from craft_apps.kernel.versions import newest
 
 

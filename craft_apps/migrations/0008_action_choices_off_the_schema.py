@@ -1,4 +1,4 @@
-"""A control's ``action`` keeps its choices and help text (``kernel.actions``' registry) in the
+"""A control's ``action`` keeps its choices and help text (``controls.actions``' registry) in the
 model alone (``content.models.ActionField``), so a new action needs no migration. No SQL:
 neither reaches the database."""
 

@@ -11,17 +11,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from craft_apps.api.controls import known_tags
 from craft_apps.conf import describe
+from craft_apps.controls.known_tags import known_tags
+from craft_apps.controls.rules import ACTIONS, tag_known
+from craft_apps.controls.status import policies_document
 from craft_apps.fleet.claims import CLAIM_WINDOW_MS
 from craft_apps.host.drops import AUTH, GONE, MOVED
 from craft_apps.host.health import HealthPolicy, health_document, health_problems, lease_active
 from craft_apps.host.observe import HostView
-from craft_apps.kernel.controls import ACTIONS, tag_known
 from craft_apps.kernel.domain import NO_CHANNEL_APPS, AppSpec, AppState, Backoff, Channel, ChannelApps
 from craft_apps.kernel.instants import datetime_to_ms, format_ms
 from craft_apps.kernel.serving import WaitingRelease
-from craft_apps.ops.status_policies import policies_document
 from craft_apps.ops.status_read import ControlsRead, FleetView, Served
 from craft_apps.polling.schedule import REFRESH_GAP_MS, due_at_ms, last_answer_ms
 

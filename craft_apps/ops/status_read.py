@@ -23,9 +23,10 @@ from craft_apps.conf import app_settings, purge_backend
 from craft_apps.content.channels import read_channel_apps, read_controls
 from craft_apps.content.feed import load_scheduled
 from craft_apps.content.items import MAX_SERVED_PER_KIND
-from craft_apps.content.kept_controls import decode as decode_controls
-from craft_apps.content.kept_controls import inspect as inspect_kept_controls
 from craft_apps.content.models import NoticesVersion
+from craft_apps.controls.kept import decode as decode_controls
+from craft_apps.controls.kept import inspect as inspect_kept_controls
+from craft_apps.controls.rules import Control
 from craft_apps.fleet import entry as shared_entry
 from craft_apps.fleet.connection import describe_error, poller_redis_client
 from craft_apps.fleet.due import SharedDueMarks
@@ -34,7 +35,6 @@ from craft_apps.fleet.errors import RedisTrouble
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.due import HostDueMarks
 from craft_apps.host.store import StateSnapshot, StateStore, StateUnavailable
-from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import AppReleaseInfo, Backoff, Channel, ChannelApps, is_stored_time
 from craft_apps.kernel.instants import ms_to_datetime
 from craft_apps.kernel.serving import HostReleases, WaitingRelease, serve, waiting_releases

@@ -4,6 +4,6 @@
 who is due and claimed, ``answers`` an app's latest, ``history_lists`` its release list, ``updater_reads``
 its updater files (``tauri.file_reads``), ``state_checks`` checks what is read back, ``publish`` writes the
 state file, ``fleet_shares`` shares it. ``schedule`` when to ask; ``history`` a history's rules;
-``controls_relay`` the fleet's controls; ``requests``, ``wakeup`` refreshes asked for; ``drops`` dropped
-assets; ``tally`` counters; ``loop``, ``process``, ``stopping`` the command's loop, lease, signals.
+``requests``, ``wakeup`` refreshes asked for; ``drops`` dropped assets; ``tally`` counters; ``loop``,
+``process``, ``stopping`` the command's loop, lease, signals (the fleet's controls: ``controls.relay``).
 """

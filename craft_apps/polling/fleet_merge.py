@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from craft_apps.controls.relay import ControlsRelay
 from craft_apps.fleet.entry import SharedAppEntry
 from craft_apps.fleet.errors import RedisOperation, RedisTrouble
 from craft_apps.fleet.store import SharedStore
 from craft_apps.fleet.trouble import RedisTroubleLog
 from craft_apps.kernel.clock import Clock
 from craft_apps.kernel.domain import AppState, newer_wins
-from craft_apps.polling.controls_relay import ControlsRelay
 from craft_apps.polling.history_lists import HistoryLists
 from craft_apps.polling.publish import Publisher
 from craft_apps.polling.state import PollConfig, PollState

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from craft_apps.controls.relay import ControlsRelay
 from craft_apps.fleet.errors import RedisOperation, RedisTrouble
 from craft_apps.fleet.store import SharedStore
 from craft_apps.fleet.trouble import RedisTroubleLog
@@ -22,7 +23,6 @@ from craft_apps.kernel.domain import AppSpec, AppState, Backoff, PollMode
 from craft_apps.kernel.instants import format_ms
 from craft_apps.kernel.source import RateLimited, ReleaseSource, Source, UpdaterSource
 from craft_apps.polling.answers import Answers
-from craft_apps.polling.controls_relay import ControlsRelay
 from craft_apps.polling.drops import DropLog
 from craft_apps.polling.due_apps import DueApps, Turn
 from craft_apps.polling.fleet_merge import FleetMerge

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from craft_apps.content.policy_models import ReleasePolicy
-from craft_apps.kernel.controls import GUARDED
-from craft_apps.kernel.guard import FAILING, NONE, Health
+from craft_apps.controls.guard import FAILING, NONE, Health
+from craft_apps.controls.rules import GUARDED
 from craft_apps.kernel.text import one_line
 from craft_apps.kernel.versions import version_text
 from craft_apps.reports.counts import KEEP_DAYS, ReleaseCounts, ReportsUnavailable
@@ -21,7 +21,7 @@ def reports_document(
     apps: Sequence[str], waiting: Sequence[Mapping[str, Any]] | None = None
 ) -> dict[str, Any]:
     """Where the counts are, why they couldn't be read, each release's counts, and each of
-    the ``waiting`` releases (``status_policies``) a guarded policy holds, with its counts."""
+    the ``waiting`` releases (``controls.status``) a guarded policy holds, with its counts."""
     store = count_store()
     try:
         releases = store.counts(apps)

@@ -114,7 +114,7 @@ def test_the_status_says_what_the_endpoint_answers_on_each_channel(site: Path, c
 
 
 def test_a_kept_controls_file_that_isnt_ours_is_counted(site: Path, client: Client):
-    from craft_apps.content.kept_controls import FAILURES, FILE_NAME, inspect
+    from craft_apps.controls.kept import FAILURES, FILE_NAME, inspect
 
     (site / FILE_NAME).write_text("not the controls")
     before = FAILURES.labels("read")._value.get()

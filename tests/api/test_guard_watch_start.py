@@ -17,8 +17,8 @@ from craft_apps.api import runtime
 from craft_apps.api.guard_watch import GuardWatch
 from craft_apps.api.runtime import Runtime, use
 from craft_apps.content.feed import NoticesFeed
+from craft_apps.controls.rules import Control
 from craft_apps.host.store import StateSnapshot
-from craft_apps.kernel.controls import Control
 from craft_apps.kernel.domain import NO_CHANNEL_APPS
 
 

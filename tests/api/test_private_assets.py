@@ -17,9 +17,9 @@ from craft_apps.api import private_assets
 from craft_apps.api.answer import AnswerCache
 from craft_apps.api.private_assets import REDIRECT_CACHE
 from craft_apps.api.runtime import runtime
+from craft_apps.controls.rules import YANK, Control
 from craft_apps.github.asset_links import KEEP_S, AssetLinks, LinkFailed, StaticToken
 from craft_apps.github.parsing import read_release
-from craft_apps.kernel.controls import YANK, Control
 from craft_apps.kernel.domain import AppSpec, AppState, UpdaterFile
 from tests.support import ARTCRAFT_LAUNCHER, RELEASE_INFO_URL, apps_setting, publish
 

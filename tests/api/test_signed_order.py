@@ -20,8 +20,8 @@ from craft_apps.api.representation import Refiner
 from craft_apps.api.runtime import runtime
 from craft_apps.content.feed import NoticesFeed
 from craft_apps.content.models import ReleaseControl
+from craft_apps.controls.rules import YANK, Control
 from craft_apps.kernel import signing
-from craft_apps.kernel.controls import YANK, Control
 from craft_apps.kernel.domain import AppState
 from tests.api.signed_support import replaying, verify_command
 from tests.api.support import T0, decoded, warm

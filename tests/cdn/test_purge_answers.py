@@ -17,7 +17,7 @@ from craft_apps.cdn.plan import RELEASE_INFO, changed_paths
 from craft_apps.cdn.wiring import answer_etags
 from craft_apps.content.feed import NoticesFeed
 from craft_apps.content.models import AppChannel
-from craft_apps.kernel.controls import Step
+from craft_apps.controls.rules import Step
 from craft_apps.kernel.domain import AppState
 from craft_apps.testing.clock import FakeClock
 from tests.content.support import alert

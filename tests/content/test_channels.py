@@ -215,7 +215,7 @@ def test_the_apps_that_need_history_are_those_on_beta_and_those_with_a_control()
 @pytest.mark.django_db(transaction=True)
 def test_the_pollers_read_takes_the_release_controls_too():
     from craft_apps.content.models import ReleaseControl
-    from craft_apps.kernel.controls import YANK, Control
+    from craft_apps.controls.rules import YANK, Control
 
     monotonic = Monotonic()
     needs = HistoryApps(monotonic=monotonic)

@@ -12,7 +12,7 @@ from django.test import Client
 
 from craft_apps.content.models import ReleaseControl
 from craft_apps.content.policy_models import ReleasePolicy
-from craft_apps.kernel.guard import Health, Mark
+from craft_apps.controls.guard import Health, Mark
 from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.testing.clock import FakeClock
 from tests.content.policy_site import ADMIN, NEW, SINCE, admin_client_fixture, clock_fixture, host_fixture  # noqa: F401

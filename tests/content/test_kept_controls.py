@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from craft_apps.content.feed import NoticesFeed
-from craft_apps.content.kept_controls import (
+from craft_apps.content.models import ReleaseControl
+from craft_apps.controls.kept import (
     FAILURES,
     FILE_NAME,
     KeptControls,
@@ -22,8 +23,7 @@ from craft_apps.content.kept_controls import (
     encode,
     inspect,
 )
-from craft_apps.content.models import ReleaseControl
-from craft_apps.kernel.controls import ROLLOUT, YANK, Control, Step
+from craft_apps.controls.rules import ROLLOUT, YANK, Control, Step
 from craft_apps.testing.clock import FakeClock
 from tests.content.support import Monotonic, database_unreachable
 

@@ -9,7 +9,7 @@ import pytest
 from craft_apps.content.channels import read_controls, read_history_needs
 from craft_apps.content.feed import read_version
 from craft_apps.content.policy_models import APPROVED_KEPT, ReleasePolicy
-from craft_apps.kernel.controls import APPROVAL, APPROVED, STAGED, Step
+from craft_apps.controls.rules import APPROVAL, APPROVED, STAGED, Step
 from craft_apps.kernel.instants import datetime_to_ms
 
 pytestmark = pytest.mark.django_db

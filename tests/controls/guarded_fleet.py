@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from craft_apps.content.channels import HistoryApps
 from craft_apps.content.policy_models import ReleasePolicy
-from craft_apps.kernel.guard import Mark
+from craft_apps.controls.guard import Mark
 from craft_apps.testing.clock import FakeClock
 from craft_apps.testing.fake_github import FakeGitHub
 from tests.content.workers_support import Workers

@@ -22,12 +22,12 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from craft_apps.content.models import ReleaseControl
+from craft_apps.controls.rules import HOLD, ROLLOUT, YANK
 from craft_apps.fleet.store import SharedStore
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.kernel.clock import Clock
-from craft_apps.kernel.controls import HOLD, ROLLOUT, YANK
 from craft_apps.kernel.domain import AppSpec
 from craft_apps.polling.poller import PollConfig, Poller
 from craft_apps.testing.clock import FakeClock

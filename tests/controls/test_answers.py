@@ -16,8 +16,8 @@ from django.test import Client
 from craft_apps.api.answer import AnswerCache
 from craft_apps.api.runtime import runtime
 from craft_apps.content.models import AppChannel
+from craft_apps.controls.rules import Step
 from craft_apps.host.store import DB_FILENAME
-from craft_apps.kernel.controls import Step
 from craft_apps.kernel.domain import AppState, Release
 from craft_apps.testing.clock import FakeClock
 from tests.controls.support import V110, V120, V130, hold, rollout, served, yank

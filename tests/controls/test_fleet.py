@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from craft_apps.content.channels import HistoryApps
-from craft_apps.content.kept_controls import decode
+from craft_apps.controls.kept import decode
 from craft_apps.fleet.store import SharedStore
 from craft_apps.kernel.domain import PollMode
 from craft_apps.testing.clock import FakeClock

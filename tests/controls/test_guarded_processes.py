@@ -29,8 +29,8 @@ import pytest
 import redis
 
 from craft_apps.conf import DEFAULT_REDIS_KEY_PREFIX
+from craft_apps.controls.guard import Mark
 from craft_apps.kernel.compat import UTC
-from craft_apps.kernel.guard import Mark
 from craft_apps.reports.counts import Counted
 from craft_apps.reports.redis_counts import RedisCounts
 from craft_apps.testing.demo_releases import demo_release

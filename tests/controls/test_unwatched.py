@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from craft_apps.content.kept_controls import FILE_NAME, inspect
+from craft_apps.controls.kept import FILE_NAME, inspect
 from craft_apps.kernel.domain import AppState
 from tests.content.workers_support import (
     FETCHED_MS,

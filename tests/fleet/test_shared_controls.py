@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from craft_apps.content.kept_controls import FILE_NAME, decode, encode, inspect
+from craft_apps.controls.kept import FILE_NAME, decode, encode, inspect
+from craft_apps.controls.relay import RENEW_MS, ControlsRelay
+from craft_apps.controls.rules import APPROVAL, APPROVED, ROLLOUT, YANK, Control, Step
 from craft_apps.fleet.entry import APP_TTL_MS
 from craft_apps.fleet.store import SharedStore
 from craft_apps.host.counters import read_counters
-from craft_apps.kernel.controls import APPROVAL, APPROVED, ROLLOUT, YANK, Control, Step
-from craft_apps.polling.controls_relay import RENEW_MS, ControlsRelay
 from craft_apps.polling.poller import Poller
 from craft_apps.polling.tally import Tally
 from craft_apps.testing.clock import FakeClock

@@ -170,7 +170,7 @@ def test_a_state_file_that_cant_be_read_leaves_the_tags_unknown(settings, state_
 @pytest.mark.django_db
 def test_the_controls_kept_for_a_web_process_show_and_whether_they_are_the_databases(host: Path):
     from craft_apps.content.channels import read_controls
-    from craft_apps.content.kept_controls import FILE_NAME, KeptControls
+    from craft_apps.controls.kept import FILE_NAME, KeptControls
 
     create_controls()
     doc = json.loads(status("--json"))
@@ -195,7 +195,7 @@ def test_the_controls_kept_for_a_web_process_show_and_whether_they_are_the_datab
 
 @pytest.mark.django_db
 def test_a_kept_file_that_isnt_ours_is_one_line_in_the_status(host: Path):
-    from craft_apps.content.kept_controls import FILE_NAME
+    from craft_apps.controls.kept import FILE_NAME
 
     (host / FILE_NAME).write_text('{"v": 1, "controls": [{"app_key": "photocraft"}]}')
     doc = json.loads(status("--json"))

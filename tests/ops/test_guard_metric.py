@@ -10,7 +10,7 @@ import pytest
 from django.test import Client
 
 from craft_apps.content.policy_models import ReleasePolicy
-from craft_apps.kernel.guard import Health, Mark
+from craft_apps.controls.guard import Health, Mark
 from craft_apps.kernel.instants import datetime_to_ms
 from craft_apps.testing.clock import FakeClock
 from tests.api.support import TOKEN, scrape

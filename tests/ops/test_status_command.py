@@ -238,8 +238,8 @@ def test_each_apps_beta_channel_shows_in_text_and_json(settings, state_dir: Path
 
 
 def test_the_controls_the_fleet_shares_show_with_redis(env: dict[str, str], redis_client):
-    from craft_apps.content.kept_controls import encode
-    from craft_apps.kernel.controls import YANK, Control
+    from craft_apps.controls.kept import encode
+    from craft_apps.controls.rules import YANK, Control
 
     doc = json.loads(manage(env, "craft_apps_status", "--json").stdout)
     assert doc["redis"]["shared_controls"] is None

@@ -12,13 +12,13 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from craft_apps.controls.relay import ControlsRelay
 from craft_apps.fleet.store import SharedStore
 from craft_apps.fleet.trouble import RedisTroubleLog
 from craft_apps.github.client import GitHubClient
 from craft_apps.host.lease import Lease
 from craft_apps.host.store import StateStore
 from craft_apps.polling.answers import Answers
-from craft_apps.polling.controls_relay import ControlsRelay
 from craft_apps.polling.drops import DropLog
 from craft_apps.polling.due_apps import DueApps
 from craft_apps.polling.fleet_merge import FleetMerge

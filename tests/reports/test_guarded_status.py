@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from craft_apps.content.policy_models import ReleasePolicy
+from craft_apps.controls.guard import Health, Mark
 from craft_apps.kernel.domain import AppState
-from craft_apps.kernel.guard import Health, Mark
 from craft_apps.reports.counts import Counted
 from craft_apps.reports.file_counts import FileCounts
 from tests.ops.controls_support import NOW, NOW_MS, status

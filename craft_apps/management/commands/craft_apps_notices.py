@@ -16,9 +16,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from craft_apps.api.controls import known_tags
 from craft_apps.conf import app_settings
 from craft_apps.content.transfer import ImportRefused, export_notices, import_notices, parse_document
+from craft_apps.controls.known_tags import known_tags
 from craft_apps.host.store import StateStore, StateUnavailable
 
 

@@ -3,7 +3,7 @@
 ``Control`` is one decision about one app's tag; ``serve`` the one rule that applies a set of
 them, ``problems`` the one check a set must pass, ``as_data``/``from_data`` the one codec (the
 kept file, the fleet's Redis). A release policy travels as a control of its own action
-(``POLICY_ACTIONS``, ``kernel.policies``). See docs/controls.md.
+(``POLICY_ACTIONS``, ``policies``). See docs/controls.md.
 """
 
 from __future__ import annotations
@@ -14,19 +14,19 @@ from datetime import datetime
 from difflib import get_close_matches
 from typing import Any, TypeGuard
 
-from craft_apps.kernel.actions.base import EVERY_CHANNEL as EVERY_CHANNEL
-from craft_apps.kernel.actions.base import FULL as FULL
-from craft_apps.kernel.actions.base import Action
-from craft_apps.kernel.actions.hold import Hold
-from craft_apps.kernel.actions.registry import named, names
-from craft_apps.kernel.actions.rollout import StagedRollout
-from craft_apps.kernel.actions.yank import Yank
+from craft_apps.controls.actions.base import EVERY_CHANNEL as EVERY_CHANNEL
+from craft_apps.controls.actions.base import FULL as FULL
+from craft_apps.controls.actions.base import Action
+from craft_apps.controls.actions.hold import Hold
+from craft_apps.controls.actions.registry import named, names
+from craft_apps.controls.actions.rollout import StagedRollout
+from craft_apps.controls.actions.yank import Yank
 from craft_apps.kernel.compat import fromisoformat
 from craft_apps.kernel.domain import Channel, Release, Rollout, is_stored_time, tag_problem
 from craft_apps.kernel.instants import datetime_to_ms, format_rfc3339, ms_to_datetime
 from craft_apps.kernel.versions import newest, tag_version
 
-# The actions' stored names (one class each, ``kernel.actions``).
+# The actions' stored names (one class each, ``actions``).
 HOLD = Hold.name
 YANK = Yank.name
 ROLLOUT = StagedRollout.name
@@ -64,7 +64,7 @@ class Control:
 
     @property
     def kind(self) -> Action:
-        """What its action does (``kernel.actions``); the base ``Action`` for a policy's."""
+        """What its action does (``actions``); the base ``Action`` for a policy's."""
         return named(self.action)
 
     def applies_to(self, channel: str) -> bool:
@@ -298,7 +298,7 @@ class Problem:
 def problems(controls: Sequence[Control]) -> list[Problem]:
     """What is wrong with ``controls`` as one set: a percentage outside 0-100, a schedule
     below the starting percentage, a field its action doesn't take, a tag git refuses
-    (``domain.tag_problem``, the rule GitHub's tags pass), a yank scoped to a channel,
+    (``kernel.domain.tag_problem``, the rule GitHub's tags pass), a yank scoped to a channel,
     a hold on a yanked tag, two holds (or two rollouts) of one app on one channel,
     a tag yanked twice. A tag the host has no release of is not one (``waiting``)."""
     found: list[Problem] = []
@@ -408,8 +408,8 @@ def _own_problems(index: int, control: Control) -> Iterable[Problem]:
     if not control.tag.strip():
         yield Problem(index, "tag", "Give the release's tag, such as v1.2.0.")
     elif (wrong := tag_problem(control.tag)) is not None:
-        # The rule GitHub's tags pass (``domain.tag_problem``): a tag git refuses names no
-        # release, and one with a control character would drive the terminal that prints it.
+        # The rule GitHub's tags pass (``kernel.domain.tag_problem``): a tag git refuses names
+        # no release, and one with a control character would drive the terminal that prints it.
         yield Problem(
             index, "tag", f"{wrong[0].upper()}{wrong[1:]}: write the tag as git names it, such as v1.2.0."
         )

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from craft_apps.kernel.controls import (
+from craft_apps.controls.guard import Mark, served_share
+from craft_apps.controls.rules import (
     ACTIONS,
     APPROVAL,
     APPROVED,
@@ -25,9 +26,8 @@ from craft_apps.kernel.controls import (
     Served,
     Step,
 )
-from craft_apps.kernel.controls import serve as serve_controls
+from craft_apps.controls.rules import serve as serve_controls
 from craft_apps.kernel.domain import Release
-from craft_apps.kernel.guard import Mark, served_share
 from craft_apps.kernel.instants import datetime_to_ms
 
 IMMEDIATE = "immediate"
@@ -204,7 +204,7 @@ def serve(
     channel: str,
     now_ms: int,
 ) -> Served:
-    """``controls.serve`` with the app's policy on ``channel`` applied (``waiting``)."""
+    """``rules.serve`` with the app's policy on ``channel`` applied (``waiting``)."""
     waits = waiting([r for r in (listed, *pool) if r is not None], controls, channel, now_ms)
     withheld: Mapping[str, int | None] = {tag: wait.percentage for tag, wait in waits.items()}
     return serve_controls(listed, pool, controls, channel, now_ms, withheld)

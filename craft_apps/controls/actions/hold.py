@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from craft_apps.kernel.actions.base import Action, ControlRead, above
+from craft_apps.controls.actions.base import Action, ControlRead, above
 from craft_apps.kernel.domain import Release, Rollout
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from craft_apps.kernel.controls import Control
+from craft_apps.controls.rules import Control
 
 FAILING = ("failed", "crashed", "rolled_back")  # the outcomes that count against a release
 

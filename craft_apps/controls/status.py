@@ -1,15 +1,16 @@
 """The release policies and the releases they keep back, as ``craft_apps_status`` shows them
 (``--json``'s ``release_policies`` and ``waiting_releases``): plain JSON-ready data, no I/O.
-What waits is ``serving.waiting_releases``, the rule the endpoint serves by."""
+What waits is ``kernel.serving.waiting_releases``, the rule the endpoint serves by.
+See docs/operations.md."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from craft_apps.kernel.controls import APPROVAL, APPROVED, GUARDED, STAGED, Control
+from craft_apps.controls.policies import Offset, format_offsets
+from craft_apps.controls.rules import APPROVAL, APPROVED, GUARDED, STAGED, Control
 from craft_apps.kernel.instants import datetime_to_ms, format_ms
-from craft_apps.kernel.policies import Offset, format_offsets
 from craft_apps.kernel.serving import WaitingRelease
 
 

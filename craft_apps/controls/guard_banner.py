@@ -12,8 +12,8 @@ from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse
 
 from craft_apps.content.policy_models import ReleasePolicy
-from craft_apps.kernel.controls import GUARDED
-from craft_apps.kernel.guard import Mark
+from craft_apps.controls.guard import Mark
+from craft_apps.controls.rules import GUARDED
 from craft_apps.kernel.instants import format_ms
 
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from prometheus_client import Counter
 
-from craft_apps.kernel.controls import POLICY_ACTIONS, Control, as_data, from_data
+from craft_apps.controls.rules import POLICY_ACTIONS, Control, as_data, from_data
 from craft_apps.kernel.text import one_line
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("craft_apps.content.kept_controls")  # the name operators filter on
 
 FILE_NAME = "release_controls.json"
 FORMAT_VERSION = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from craft_apps.kernel.actions import base
+from craft_apps.controls.actions import base
 
 _OWN = {"base", "registry"}
 

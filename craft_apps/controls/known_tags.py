@@ -1,8 +1,8 @@
-"""The release controls against what this host knows (``serving`` applies them to an answer).
+"""The release controls against what this host knows (``kernel.serving`` applies them to an answer).
 
 ``known_tags`` is the tags the host knows of each app: a control naming another is kept and
 applied the moment its release appears, and the admin, the import, the status and the metrics
-say it waits for its release (``controls.waiting``, ``controls.tag_known``).
+say it waits for its release (``rules.waiting``, ``rules.tag_known``). See docs/controls.md.
 """
 
 from __future__ import annotations

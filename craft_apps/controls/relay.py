@@ -1,11 +1,9 @@
-"""The release controls between the site's database, the fleet's Redis and the web processes of
-a host that can't read the database.
-
-Every poller shares what its own reads of the database found in Redis (``fleet.controls``: the
-later read wins) when it changed, once a day (``RENEW_MS``, well inside the key's 7-day TTL),
-and at the next tick whenever the key is missing (a flush, a restart without persistence). A
-poller that has never read the database, on a host without a kept file, writes the fleet's into
-that file before it publishes the releases they apply to. See docs/fleet.md ("Release controls").
+"""The release controls between the site's database, the fleet's Redis and a host that can't read
+the database. Every poller shares its own reads of the database in Redis (``fleet.controls``: the
+later read wins) when they change, once a day (``RENEW_MS``, well inside the key's 7-day TTL) and
+whenever the key is missing. A poller that has never read the database, on a host without a kept
+file, writes the fleet's into that file before it publishes the releases they apply to.
+See docs/fleet.md ("Release controls").
 """
 
 from __future__ import annotations
@@ -14,12 +12,12 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from craft_apps.content.kept_controls import KeptControls, decode, encode
+from craft_apps.controls.kept import KeptControls, decode, encode
+from craft_apps.controls.rules import Control
 from craft_apps.fleet.store import SharedStore
-from craft_apps.kernel.controls import Control
 from craft_apps.kernel.instants import format_ms
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("craft_apps.polling.controls_relay")  # the name operators filter on
 
 
 RENEW_MS = 24 * 3600 * 1000  # a day: six renewals may fail before the 7-day TTL ends

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from craft_apps.kernel.actions.base import EVERY_CHANNEL, Action, ControlRead
+from craft_apps.controls.actions.base import EVERY_CHANNEL, Action, ControlRead
 from craft_apps.kernel.domain import Release, Rollout
 
 
