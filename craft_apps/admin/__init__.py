@@ -1,13 +1,11 @@
 """The Django admin of renames, notices, channel settings and release controls (docs/controls.md).
 
-Each ``ModelAdmin`` registered here validates with the model's ``full_clean`` and previews the
-JSON launchers get; ``ReleaseControlAdmin`` needs the model's own permissions, records who changed
-a control and why, and warns when the host knows no release of its tag. What the host knows
-comes from the endpoint's answer cache (``AnswerCache.snapshot``): no admin page opens the state
-file or Redis. Beside them: ``policies`` the release policies' admin (a paused guarded rollout's
-banner is ``controls.guard_banner``), ``reports_chart`` the install reports' page, drawn by
-``chart_svg``.
-"""
+Each ``ModelAdmin`` here validates with the model's ``full_clean`` and previews the JSON
+launchers get. ``ReleaseControlAdmin`` needs the model's own permissions, records who changed a
+control and why, and warns when the host knows no release of its tag. What the host knows comes
+from the endpoint's answer cache (``AnswerCache.snapshot``): no admin page opens the state file
+or Redis. Beside them: ``policies`` the release policies' admin, ``reports_chart`` the install
+reports' page, drawn by ``chart_svg``."""
 
 from __future__ import annotations
 
